@@ -1,0 +1,38 @@
+# The README's two commands: `make bench` and `make test`.
+# Build trees live under build/: debug, release, asan (non-overriding parts
+# under AddressSanitizer).
+
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all release debug asan test test-debug test-release test-asan bench clean format
+
+all: release
+
+build/%/.configured:
+	@mkdir -p build/$*
+	$(CMAKE) -S . -B build/$* $(GEN) $(CMAKE_ARGS_$*)
+	@touch $@
+
+CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release
+CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug
+CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_SANITIZE=address
+
+release debug asan: %: build/%/.configured
+	$(CMAKE) --build build/$* -j $(JOBS)
+
+test-release test-debug test-asan: test-%: %
+	ctest --test-dir build/$* $(CTEST_FLAGS)
+
+test: test-debug test-release test-asan
+
+bench: release
+	bash bench/run
+
+clean:
+	rm -rf build
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc' '*.c')

@@ -1,0 +1,32 @@
+// api/override_malloc.cc — the C/POSIX/glibc malloc family under its own
+// names, for LD_PRELOAD (libroost.so) and static linking (libroost.a).
+//
+// Must never: contain logic beyond naming; every body is one call into
+// api/api.h.  All of them sit in this one object so a static link takes
+// none of glibc's malloc.
+#include "api/api.h"
+
+using namespace roost;
+
+ROOST_EXPORT void* malloc(size_t size) { return api::malloc(size); }
+ROOST_EXPORT void free(void* p) { api::free(p); }
+ROOST_EXPORT void* calloc(size_t count, size_t size) { return api::calloc(count, size); }
+ROOST_EXPORT void* realloc(void* p, size_t size) { return api::realloc(p, size); }
+ROOST_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
+  return api::reallocarray(p, count, size);
+}
+ROOST_EXPORT void* aligned_alloc(size_t align, size_t size) {
+  return api::aligned_alloc(align, size);
+}
+ROOST_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
+  return api::posix_memalign(out, align, size);
+}
+ROOST_EXPORT void* memalign(size_t align, size_t size) { return api::memalign(align, size); }
+ROOST_EXPORT void* valloc(size_t size) { return api::valloc(size); }
+ROOST_EXPORT void* pvalloc(size_t size) { return api::pvalloc(size); }
+ROOST_EXPORT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
+ROOST_EXPORT void free_sized(void* p, size_t) { api::free(p); }
+ROOST_EXPORT void free_aligned_sized(void* p, size_t, size_t) { api::free(p); }
+ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }
+// glibc's legacy name for free, still called by some programs.
+ROOST_EXPORT void cfree(void* p) { api::free(p); }

@@ -1,0 +1,76 @@
+// api/stats.cc — roost_stats(), roost_print_stats() and ROOST_STATS=1.
+//
+// Owns: summing the counters of every allocator and of the backend.  Must
+// never: stop other threads or allocate; counters of running threads are
+// read as they are.
+#include "backend/chunk_allocator.h"
+#include "backend/large.h"
+#include "backend/meta_arena.h"
+#include "options.h"
+#include "platform/error.h"
+#include "roost.h"
+#include "api/api.h"
+
+namespace roost::heap {
+uint64_t unbound_frees(unsigned sc);
+}
+
+using namespace roost;
+
+ROOST_EXPORT int roost_stats(struct roost_stats* out) {
+  if (out == nullptr) return -1;
+  uint64_t allocs = 0, frees = 0, slabs = 0;
+  int64_t small_bytes = 0;
+  uint64_t per_class_allocs[sizeclass::kCount] = {};
+  uint64_t per_class_frees[sizeclass::kCount] = {};
+  pool::for_each([&](const Allocator& a) {
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+      per_class_allocs[sc] += __atomic_load_n(&a.allocs_[sc], __ATOMIC_RELAXED);
+      per_class_frees[sc] += __atomic_load_n(&a.frees_[sc], __ATOMIC_RELAXED);
+    }
+    slabs += __atomic_load_n(&a.slabs_, __ATOMIC_RELAXED);
+  });
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    per_class_frees[sc] += heap::unbound_frees(sc);
+    allocs += per_class_allocs[sc];
+    frees += per_class_frees[sc];
+    small_bytes += static_cast<int64_t>(per_class_allocs[sc] - per_class_frees[sc]) *
+                   static_cast<int64_t>(sizeclass::kInfo.info[sc].size);
+  }
+  large::Counters lc = large::counters();
+  out->bytes_in_use = static_cast<uint64_t>(small_bytes) + lc.bytes_in_use;
+  out->bytes_committed = chunks::bytes_out();
+  out->bytes_reserved = chunks::reserved_bytes() + meta_arena::reserved_bytes();
+  out->allocations = allocs + lc.allocations;
+  out->frees = frees + lc.frees;
+  out->large_allocations = lc.allocations;
+  out->slabs = slabs;
+  out->chunks = chunks::chunks_out();
+  out->allocators = pool::allocators_created();
+  return 0;
+}
+
+ROOST_EXPORT void roost_print_stats(void) {
+  struct roost_stats s;
+  roost_stats(&s);
+  const struct {
+    const char* name;
+    uint64_t value;
+  } rows[] = {
+      {"allocations", s.allocations}, {"frees", s.frees},
+      {"large_allocations", s.large_allocations}, {"bytes_in_use", s.bytes_in_use},
+      {"bytes_committed", s.bytes_committed}, {"bytes_reserved", s.bytes_reserved},
+      {"slabs", s.slabs}, {"chunks", s.chunks}, {"allocators", s.allocators},
+  };
+  for (const auto& row : rows) {
+    err::Line line;
+    line.str("roost: ").str(row.name).str(" ").dec(row.value).str("\n");
+    line.emit();
+  }
+}
+
+// ROOST_STATS=1: counters at exit.  A destructor, not a constructor: it has
+// no effect unless the option is set.
+__attribute__((destructor)) static void print_stats_at_exit() {
+  if (options::get(options::kStats) != 0) roost_print_stats();
+}

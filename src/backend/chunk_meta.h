@@ -1,0 +1,55 @@
+// backend/chunk_meta.h — the out-of-band metadata record of one chunk.
+//
+// Owns: the layout of ChunkMeta, one 64-byte line per granule-aligned chunk
+// head, kept in region tables far from user memory (NextGen-Malloc's
+// segregated layout).  The backend uses the kind/order/links; the frontend
+// uses the slab fields.  Must never: live inside user memory.
+#pragma once
+
+#include <cstdint>
+
+#include "ds/freelist.h"
+
+namespace roost {
+
+enum class ChunkKind : uint8_t {
+  kUnused = 0,  // never handed out, or inside a larger block
+  kFree,        // in the backend's buddy free lists (purged, reads as zero)
+  kCached,      // held free by an allocator's or the large cache (dirty)
+  kSlab,        // small objects of one size class, owned by one allocator
+  kLarge,       // one large object inside a region
+  kHuge,        // one object mapped on its own, beyond a region's size
+};
+
+enum class SlabState : uint8_t {
+  kSleeping = 0,  // free objects handed out; woken after `wake` frees
+  kAvailable,     // on its allocator's available list; `needed` counts to empty
+};
+
+// Owner value of large and huge chunks: never equal to an allocator, so the
+// free fast path's owner comparison sends them to the slow path.
+inline void* const kNoOwner = nullptr;
+
+struct alignas(64) ChunkMeta {
+  // Read by every free.
+  void* owner;            // slab: owning Allocator
+  FreeObject* free_head;  // slab: objects freed into it since last taken
+  int32_t needed;         // slab: frees until the next state change
+  uint8_t sizeclass;      // slab: size class
+  ChunkKind kind;
+  uint8_t order;          // log2 of the chunk size (huge: log2 of granules span)
+  SlabState state;        // slab: see SlabState
+  uintptr_t base;         // first byte of the chunk
+  union {
+    uint64_t recip;       // slab: ceil(2^42 / object size)
+    uint64_t large_size;  // large, huge: usable bytes
+  };
+  uint32_t obj_size;      // slab: object size
+  uint32_t carved;        // slab: objects carved from the bump tail so far
+  // Links for whichever list the chunk is on (buddy, cache, available).
+  ChunkMeta* prev;
+  ChunkMeta* next;
+};
+static_assert(sizeof(ChunkMeta) == 64);
+
+}  // namespace roost

@@ -1,0 +1,159 @@
+// backend/large.cc — implementation of backend/large.h.
+#include "backend/large.h"
+
+#include "backend/chunk_allocator.h"
+#include "backend/meta_arena.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/dlist.h"
+#include "ds/spinlock.h"
+#include "options.h"
+#include "platform/os.h"
+
+namespace roost::large {
+
+namespace {
+
+SpinLock g_lock;  // guards the cache and the huge-record free list
+DList<ChunkMeta> g_cache[chunks::kMaxOrder + 1];
+size_t g_cached_bytes = 0;
+ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
+
+size_t g_in_use = 0;  // updated with atomics: any thread frees
+size_t g_allocs = 0;
+size_t g_frees = 0;
+
+void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
+  __atomic_fetch_add(&g_in_use, static_cast<size_t>(bytes), __ATOMIC_RELAXED);
+  if (allocs) __atomic_fetch_add(&g_allocs, allocs, __ATOMIC_RELAXED);
+  if (frees) __atomic_fetch_add(&g_frees, frees, __ATOMIC_RELAXED);
+}
+
+ChunkMeta* take_cached(unsigned order) {
+  LockGuard guard(g_lock);
+  ChunkMeta* m = g_cache[order].pop_front();
+  if (m != nullptr) g_cached_bytes -= size_t{1} << order;
+  return m;
+}
+
+void* alloc_huge(size_t usable, size_t align) {
+  void* p = os::reserve_aligned(usable, align < config::kGranule ? config::kGranule : align);
+  if (p == nullptr) return nullptr;
+  ChunkMeta* m;
+  {
+    LockGuard guard(g_lock);
+    m = g_spare_huge_meta;
+    if (m != nullptr) g_spare_huge_meta = m->next;
+  }
+  if (m == nullptr) m = static_cast<ChunkMeta*>(meta_arena::alloc(sizeof(ChunkMeta), 64));
+  if (m == nullptr) {
+    os::release(p, usable);
+    return nullptr;
+  }
+  m->kind = ChunkKind::kHuge;
+  m->owner = kNoOwner;
+  m->base = reinterpret_cast<uintptr_t>(p);
+  m->large_size = usable;
+  m->next = m->prev = nullptr;
+  pagemap::set_range(m->base, 1, m);
+  account(static_cast<ptrdiff_t>(usable), 1, 0);
+  return p;
+}
+
+}  // namespace
+
+void* alloc(size_t size, size_t align, bool* zeroed) {
+  size_t usable = bits::align_up(size, config::kPageSize);
+  size_t span = usable > align ? usable : align;
+  if (span > config::kRegion) {
+    *zeroed = true;
+    return alloc_huge(usable, align);
+  }
+  unsigned order = bits::log2_ceil(span);
+  if (order < chunks::kMinOrder) order = chunks::kMinOrder;
+  ChunkMeta* m = take_cached(order);
+  // Chunks from the backend were never touched or were purged; with
+  // MADV_FREE purging they may still hold old bytes.
+  *zeroed = m == nullptr && options::get(options::kPurgeZero) != 0;
+  if (m == nullptr) m = chunks::alloc(order);
+  if (m == nullptr) return nullptr;
+  m->kind = ChunkKind::kLarge;
+  m->owner = kNoOwner;
+  m->large_size = usable;
+  pagemap::set_range(m->base, 1, m);
+  account(static_cast<ptrdiff_t>(usable), 1, 0);
+  return reinterpret_cast<void*>(m->base);
+}
+
+void free(ChunkMeta* m) {
+  pagemap::set_range(m->base, 1, nullptr);
+  size_t usable = m->large_size;
+  account(-static_cast<ptrdiff_t>(usable), 0, 1);
+  if (m->kind == ChunkKind::kHuge) {
+    os::release(reinterpret_cast<void*>(m->base), usable);
+    LockGuard guard(g_lock);
+    m->next = g_spare_huge_meta;
+    g_spare_huge_meta = m;
+    return;
+  }
+  size_t chunk = size_t{1} << m->order;
+  if (chunk <= config::kLargeCacheMaxObjectBytes) {
+    LockGuard guard(g_lock);
+    if (g_cached_bytes + chunk <= options::get(options::kLargeCacheBytes)) {
+      g_cached_bytes += chunk;
+      m->kind = ChunkKind::kCached;
+      // large_size stays: it bounds the dirty part for a later purge.
+      g_cache[m->order].push_front(m);
+      return;
+    }
+  }
+  chunks::release(m, usable);
+}
+
+bool resize_in_place(ChunkMeta* m, size_t new_size) {
+  size_t usable = bits::align_up(new_size, config::kPageSize);
+  size_t old = m->large_size;
+  if (m->kind == ChunkKind::kHuge) {
+    if (usable > old || usable < old / 2) return false;
+    if (usable < old) os::release(reinterpret_cast<void*>(m->base + usable), old - usable);
+  } else {
+    size_t chunk = size_t{1} << m->order;
+    if (usable > chunk || usable * 4 <= chunk) return false;
+    if (usable + config::kCarveBytes * 16 <= old)
+      os::purge(reinterpret_cast<void*>(m->base + usable), old - usable, true);
+  }
+  m->large_size = usable;
+  account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);
+  return true;
+}
+
+bool trim() {
+  bool released = false;
+  for (unsigned order = 0; order <= chunks::kMaxOrder; order++) {
+    for (;;) {
+      ChunkMeta* m = take_cached(order);
+      if (m == nullptr) break;
+      chunks::release(m, m->large_size);
+      released = true;
+    }
+  }
+  return released;
+}
+
+Counters counters() {
+  return Counters{__atomic_load_n(&g_in_use, __ATOMIC_RELAXED),
+                  __atomic_load_n(&g_allocs, __ATOMIC_RELAXED),
+                  __atomic_load_n(&g_frees, __ATOMIC_RELAXED),
+                  __atomic_load_n(&g_cached_bytes, __ATOMIC_RELAXED)};
+}
+
+void lock_for_fork() { g_lock.lock(); }
+void unlock_after_fork(bool child) {
+  if (child)
+    g_lock.reset();
+  else
+    g_lock.unlock();
+}
+
+}  // namespace roost::large

@@ -1,0 +1,42 @@
+// backend/large.h — large objects: page-granular chunks straight from the
+// backend, freed by any thread without messaging.
+//
+// Owns: large (inside a region) and huge (mapped alone) objects, the cache
+// of recently freed large chunks, and their counters.  Must never: be used
+// for sizes a slab can serve, or keep more than the cache budget unpurged.
+#pragma once
+
+#include <cstddef>
+
+#include "backend/chunk_meta.h"
+
+namespace roost::large {
+
+// An object of at least `size` bytes aligned to `align` (power of two).
+// *zeroed tells whether its memory is known to read as zero.  nullptr when
+// the OS refuses memory.
+void* alloc(size_t size, size_t align, bool* zeroed);
+
+// Frees the large or huge object whose metadata is `m`.
+void free(ChunkMeta* m);
+
+inline size_t usable(const ChunkMeta* m) { return m->large_size; }
+
+// Grows or shrinks the object in place when its chunk allows; true if done.
+bool resize_in_place(ChunkMeta* m, size_t new_size);
+
+// Purges every cached chunk; returns true if any memory was released.
+bool trim();
+
+struct Counters {
+  size_t bytes_in_use;
+  size_t allocations;
+  size_t frees;
+  size_t cached_bytes;
+};
+Counters counters();
+
+void lock_for_fork();
+void unlock_after_fork(bool child);
+
+}  // namespace roost::large

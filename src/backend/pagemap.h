@@ -1,0 +1,42 @@
+// backend/pagemap.h — address -> chunk metadata, one flat array.
+//
+// Owns: the pagemap, a flat array with one entry per 64 KiB granule of the
+// 47-bit address space, reserved with lazy commit (only touched parts cost
+// memory).  An entry is the ChunkMeta of the chunk covering the granule, or
+// null for memory roost does not own.  Slabs map every granule; large
+// objects map their first.  Must never: allocate, or interpret the metadata.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/chunk_meta.h"
+#include "config.h"
+#include "ds/bits.h"
+
+namespace roost::pagemap {
+
+inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::kGranuleBits);
+
+// The table and its number of entries: zero entries until init() succeeded,
+// so a lookup before then (a stray free of a foreign pointer) says "not
+// ours" instead of faulting.
+struct Table {
+  ChunkMeta** entries;
+  uintptr_t limit;
+};
+extern Table g_map;
+
+// Reserves the table.  Returns false if the OS refused.
+bool init();
+
+ROOST_INLINE ChunkMeta* lookup(const void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uintptr_t index = a >> config::kGranuleBits;
+  if (ROOST_UNLIKELY(index >= g_map.limit)) return nullptr;
+  return __atomic_load_n(&g_map.entries[index], __ATOMIC_RELAXED);
+}
+
+// Maps the granules of [base, base + bytes) to `meta` (or null to unmap).
+void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta);
+
+}  // namespace roost::pagemap

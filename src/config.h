@@ -1,0 +1,74 @@
+// config.h — every compile-time setting of roost, in one place.
+//
+// Owns: the sizes and limits that shape the heap (granule, region, size
+// class range, slab sizing, reserves).  Must never: hold run-time state or
+// include anything but <cstddef>/<cstdint>.  Run-time options live in
+// api/options.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace roost::config {
+
+// Address space: user pointers on x86-64 / AArch64 Linux fit in 47 bits.
+inline constexpr unsigned kAddressBits = 47;
+
+// The pagemap granule: the smallest chunk the backend hands out.  Every
+// granule roost owns has one pagemap entry.
+inline constexpr unsigned kGranuleBits = 16;  // 64 KiB
+inline constexpr size_t kGranule = size_t{1} << kGranuleBits;
+
+// The backend reserves address space in regions of this size, aligned to it,
+// and splits them buddy-style into power-of-two chunks.
+inline constexpr unsigned kRegionBits = 30;  // 1 GiB
+inline constexpr size_t kRegion = size_t{1} << kRegionBits;
+inline constexpr unsigned kChunkOrders = kRegionBits - kGranuleBits + 1;
+
+// Objects: 16-byte minimum size and alignment.
+inline constexpr unsigned kMinAllocBits = 4;
+inline constexpr size_t kMinAlloc = size_t{1} << kMinAllocBits;
+
+// Small objects live in slabs up to this size; larger ones are "large":
+// page-granular chunks straight from the backend.
+inline constexpr unsigned kMaxSmallBits = 18;  // 256 KiB
+inline constexpr size_t kMaxSmall = size_t{1} << kMaxSmallBits;
+
+// Sizes up to this bound are classified by one table lookup.
+inline constexpr size_t kTableClassified = 1024;
+
+// A slab holds at least this many objects (slab size = power of two, at
+// least one granule).
+inline constexpr unsigned kMinObjectsPerSlabBits = 4;  // 16
+
+// Empty slabs an allocator keeps for reuse by any size class before giving
+// chunks back to the backend (which purges them).
+inline constexpr size_t kSlabReserveBytes = size_t{1} << 21;  // 2 MiB
+
+// Freed large objects kept (not purged) for reuse, process-wide.
+inline constexpr size_t kLargeCacheBytes = size_t{64} << 20;  // 64 MiB
+inline constexpr size_t kLargeCacheMaxObjectBytes = size_t{16} << 20;
+
+// Requests above this are refused with ENOMEM before touching the OS.
+inline constexpr size_t kMaxRequest = size_t{1} << 46;
+
+// Bump-pointer carving: when a slab's tail is turned into free objects, at
+// most this many bytes are carved at a time so untouched pages stay untouched.
+inline constexpr size_t kCarveBytes = 4096;
+
+inline constexpr size_t kPageSize = 4096;
+
+// Checked build (-DROOST_CHECKED=1): the free fast path verifies that a
+// pointer is exactly an object start (interior pointers are diagnosed);
+// the default build checks 16-byte alignment there and the exact start on
+// every slow path.
+#ifndef ROOST_CHECKED
+#define ROOST_CHECKED 0
+#endif
+inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at start-up
+
+// A sleeping slab (its free objects handed to the allocator's fast list)
+// wakes after 1/2^kWakeShift of its capacity has been freed into it.
+inline constexpr unsigned kWakeShift = 3;
+
+}  // namespace roost::config

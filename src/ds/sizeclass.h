@@ -1,0 +1,101 @@
+// ds/sizeclass.h — the size classes: 16-byte minimum, two mantissa bits per
+// power of two (at most 25 % internal waste), as in the snmalloc paper §2.6.
+//
+// Owns: size <-> class mapping and the per-class constants (slab size,
+// capacity, wake threshold, reciprocal for division-free object indexing),
+// all computed at compile time.  Must never: know about slabs' state or
+// allocators.
+#pragma once
+
+#include "config.h"
+#include "ds/bits.h"
+
+namespace roost::sizeclass {
+
+// Class -> object size.  Class c encodes (exponent e, mantissa m) of c+1;
+// e == 0 has no leading one, so the first classes are 16, 32, 48, 64, then
+// four classes per doubling: 80, 96, 112, 128, 160, ...
+constexpr size_t to_size(unsigned sc) {
+  unsigned v = sc + 1;
+  size_t m = v & 3;
+  unsigned e = v >> 2;
+  size_t b = e == 0 ? 0 : 1;
+  return (m + b * 4) << (config::kMinAllocBits + e - b);
+}
+
+// Size -> smallest class holding it (size >= 1).
+constexpr unsigned from_size_clz(size_t size) {
+  size_t s = size - 1;
+  unsigned e = 58u - static_cast<unsigned>(__builtin_clzl(s | 32));
+  unsigned b = e == 0 ? 0 : 1;
+  unsigned m = static_cast<unsigned>(s >> (config::kMinAllocBits + e - b)) & 3;
+  return (e << 2) + m;
+}
+
+inline constexpr unsigned kCount = from_size_clz(config::kMaxSmall) + 1;
+static_assert(to_size(kCount - 1) == config::kMaxSmall);
+
+// Reciprocal for object index: idx = (offset * recip) >> kRecipShift is exact
+// for offset * size < 2^kRecipShift (slabs up to 4 MiB, sizes to 256 KiB).
+inline constexpr unsigned kRecipShift = 42;
+
+struct ClassInfo {
+  uint32_t size;       // object size in bytes
+  uint8_t slab_bits;   // log2 of the slab size
+  uint32_t capacity;   // objects per slab
+  uint32_t wake;       // frees into a sleeping slab before it is reused
+  uint32_t carve;      // objects carved from a slab's bump tail at a time
+  uint64_t recip;      // ceil(2^kRecipShift / size)
+};
+
+constexpr ClassInfo make_info(unsigned sc) {
+  size_t size = to_size(sc);
+  unsigned slab_bits = bits::log2_ceil(size) + config::kMinObjectsPerSlabBits;
+  if (slab_bits < config::kGranuleBits) slab_bits = config::kGranuleBits;
+  size_t capacity = (size_t{1} << slab_bits) / size;
+  size_t wake = capacity >> config::kWakeShift;
+  if (wake == 0) wake = 1;
+  // Carve about a page at a time, but at least `wake` objects, so a slab
+  // put to sleep after its first carve can always wake.
+  size_t carve = config::kCarveBytes / size;
+  if (carve < wake) carve = wake;
+  if (carve > capacity) carve = capacity;
+  uint64_t recip = ((uint64_t{1} << kRecipShift) + size - 1) / size;
+  return ClassInfo{static_cast<uint32_t>(size), static_cast<uint8_t>(slab_bits),
+                   static_cast<uint32_t>(capacity), static_cast<uint32_t>(wake),
+                   static_cast<uint32_t>(carve), recip};
+}
+
+struct InfoTable {
+  ClassInfo info[kCount];
+  constexpr InfoTable() : info{} {
+    for (unsigned i = 0; i < kCount; i++) info[i] = make_info(i);
+  }
+};
+inline constexpr InfoTable kInfo{};
+
+// Table for sizes 0..kTableClassified, indexed by the size itself (one
+// load, no arithmetic, on the malloc fast path).
+struct SmallTable {
+  uint8_t cls[config::kTableClassified + 1];
+  constexpr SmallTable() : cls{} {
+    for (size_t size = 0; size <= config::kTableClassified; size++)
+      cls[size] = static_cast<uint8_t>(size == 0 ? 0 : from_size_clz(size));
+  }
+};
+inline constexpr SmallTable kSmallTable{};
+
+// Size -> class for size <= kTableClassified: one table load.
+ROOST_INLINE constexpr unsigned from_size_table(size_t size) {
+  return kSmallTable.cls[size];
+}
+
+// Size -> class for size <= kMaxSmall, without division.
+ROOST_INLINE constexpr unsigned from_size(size_t size) {
+  if (ROOST_LIKELY(size <= config::kTableClassified)) return from_size_table(size);
+  return from_size_clz(size);
+}
+
+constexpr size_t slab_size(unsigned sc) { return size_t{1} << kInfo.info[sc].slab_bits; }
+
+}  // namespace roost::sizeclass

@@ -1,0 +1,47 @@
+// ds/spinlock.h — a small test-and-test-and-set lock for slow paths.
+//
+// Owns: mutual exclusion for backend and pool structures.  Must never: be
+// taken on a fast path.  Yields the CPU after a short spin so that more
+// threads than cores make progress.
+#pragma once
+
+#include <atomic>
+
+#include "platform/os.h"
+
+namespace roost {
+
+class SpinLock {
+ public:
+  void lock() {
+    for (;;) {
+      if (!flag_.exchange(true, std::memory_order_acquire)) return;
+      for (int spins = 0; flag_.load(std::memory_order_relaxed); spins++) {
+        if (spins < 64)
+          __builtin_ia32_pause();
+        else
+          os::yield();
+      }
+    }
+  }
+  bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+  // For a forked child: the thread that held the lock does not exist there.
+  void reset() { flag_.store(false, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+class LockGuard {
+ public:
+  explicit LockGuard(SpinLock& l) : lock_(l) { lock_.lock(); }
+  ~LockGuard() { lock_.unlock(); }
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  SpinLock& lock_;
+};
+
+}  // namespace roost

@@ -1,0 +1,189 @@
+// frontend/allocator.cc — the allocator's slow paths: refilling a size
+// class, slab state changes, the chunk cache, remote frees.
+//
+// Slab life: a new slab is carved from its bump tail a page at a time into
+// the class's fast list.  Handing a slab's free objects to the fast list
+// puts it to sleep: it is on no list, and `needed` counts the frees that wake
+// it (the class's wake threshold).  Woken, it joins the available list and
+// `needed` counts the frees until it is empty; empty, its chunk goes to the
+// chunk cache, where any size class can reuse it.  Every step is O(1).
+#include "frontend/allocator.h"
+
+#include <cerrno>
+
+#include "backend/chunk_allocator.h"
+#include "frontend/allocator_pool.h"
+#include "options.h"
+
+namespace roost {
+
+namespace {
+constexpr unsigned kBatchOrder = 20;  // take 1 MiB from the backend at a time
+}
+
+void* Allocator::alloc_refill(FreeObject** slot) {
+  // Only the fast path calls this, always on the thread's own allocator.
+  Allocator* a = pool::current();
+  return a->refill(static_cast<unsigned>(slot - a->fast_));
+}
+
+void* Allocator::alloc_borrowed(unsigned sc) {
+  FreeObject* p = fast_[sc];
+  if (p == nullptr) return refill(sc);
+  fast_[sc] = p->next;
+  allocs_[sc]++;
+  return p;
+}
+
+void* Allocator::refill(unsigned sc) {
+  if (ROOST_UNLIKELY(this == &pool::g_unbound)) return pool::alloc_unbound(sc);
+  drain_remote();
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+  ChunkMeta* m = available_[sc].pop_front();
+  if (m == nullptr) {
+    m = active_[sc];
+    if (m != nullptr && m->free_head == nullptr && m->carved == info.capacity) m = nullptr;
+  }
+  if (m != nullptr && m->free_head != nullptr) {
+    // Take the slab's free objects; it sleeps until `wake` more come back.
+    fast_[sc] = m->free_head;
+    m->free_head = nullptr;
+    m->state = SlabState::kSleeping;
+    m->needed = static_cast<int32_t>(info.wake);
+    active_[sc] = m;
+  } else {
+    if (m == nullptr) {
+      m = take_chunk(info.slab_bits);
+      if (m == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+      }
+      m->owner = this;
+      m->free_head = nullptr;
+      m->sizeclass = static_cast<uint8_t>(sc);
+      m->kind = ChunkKind::kSlab;
+      m->state = SlabState::kSleeping;
+      m->needed = static_cast<int32_t>(info.wake);
+      m->recip = info.recip;
+      m->obj_size = info.size;
+      m->carved = 0;
+      pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
+      slabs_++;
+      active_[sc] = m;
+    }
+    carve(m, sc);
+  }
+  FreeObject* p = fast_[sc];
+  fast_[sc] = p->next;
+  allocs_[sc]++;
+  return p;
+}
+
+void* Allocator::carve(ChunkMeta* m, unsigned sc) {
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+  uint32_t left = info.capacity - m->carved;
+  uint32_t count = info.carve < left ? info.carve : left;
+  uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * info.size;
+  fast_[sc] = freelist::build(first, info.size, count, fast_[sc]);
+  m->carved += count;
+  // Carved objects count as in use: an available slab needs more frees.
+  if (m->state == SlabState::kAvailable) m->needed += static_cast<int32_t>(count);
+  return fast_[sc];
+}
+
+void Allocator::slab_event(ChunkMeta* m) {
+  unsigned sc = m->sizeclass;
+  if (m->state == SlabState::kSleeping) {
+    uint32_t in_use = m->carved - sizeclass::kInfo.info[sc].wake;
+    m->state = SlabState::kAvailable;
+    m->needed = static_cast<int32_t>(in_use);
+    available_[sc].push_front(m);
+    if (in_use != 0) return;
+  }
+  // Empty.  The class's active slab stays (on the available list, `needed`
+  // 0: no free can reach it before it is taken again), so a class that
+  // empties and refills its slab does not thrash through the backend.
+  if (m == active_[sc]) return;
+  available_[sc].remove(m);
+  release_slab(m);
+}
+
+void Allocator::release_slab(ChunkMeta* m) {
+  unsigned sc = m->sizeclass;
+  if (active_[sc] == m) active_[sc] = nullptr;
+  pagemap::set_range(m->base, sizeclass::slab_size(sc), nullptr);
+  slabs_--;
+  m->owner = nullptr;
+  m->free_head = nullptr;
+  keep_chunk(m);
+}
+
+void Allocator::keep_chunk(ChunkMeta* m) {
+  size_t bytes = size_t{1} << m->order;
+  if (chunk_cache_bytes_ + bytes <= options::get(options::kSlabReserveBytes)) {
+    m->kind = ChunkKind::kCached;
+    chunk_cache_[m->order].push_front(m);
+    chunk_cache_bytes_ += bytes;
+    return;
+  }
+  chunks::release(m, bytes);
+}
+
+ChunkMeta* Allocator::take_chunk(unsigned order) {
+  auto keep_clean = [this](ChunkMeta* piece) {
+    piece->kind = ChunkKind::kCached;
+    chunk_cache_[piece->order].push_front(piece);
+    chunk_cache_bytes_ += size_t{1} << piece->order;
+  };
+  for (unsigned j = order; j <= config::kRegionBits; j++) {
+    ChunkMeta* m = chunk_cache_[j].pop_front();
+    if (m == nullptr) continue;
+    chunk_cache_bytes_ -= size_t{1} << j;
+    chunks::split_out(m, order, keep_clean);
+    return m;
+  }
+  // Nothing cached: take a batch from the backend when the reserve has room
+  // for the rest, so most slabs cost no lock.
+  unsigned take = order;
+  if (order < kBatchOrder &&
+      chunk_cache_bytes_ + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))
+    take = kBatchOrder;
+  ChunkMeta* m = chunks::alloc(take);
+  if (m == nullptr) return nullptr;
+  chunks::split_out(m, order, keep_clean);
+  return m;
+}
+
+void Allocator::trim_chunk_cache(size_t keep) {
+  for (unsigned j = 0; j <= config::kRegionBits && chunk_cache_bytes_ > keep; j++) {
+    while (chunk_cache_bytes_ > keep) {
+      ChunkMeta* m = chunk_cache_[j].pop_front();
+      if (m == nullptr) break;
+      size_t bytes = size_t{1} << j;
+      chunk_cache_bytes_ -= bytes;
+      chunks::release(m, bytes);
+    }
+  }
+}
+
+void Allocator::drain_remote() {
+  if (remote_.load(std::memory_order_relaxed) == nullptr) return;
+  FreeObject* list = remote_.exchange(nullptr, std::memory_order_acquire);
+  while (list != nullptr) {
+    FreeObject* next = list->next;
+    return_to_slab(pagemap::lookup(list), list);
+    list = next;
+  }
+}
+
+void Allocator::free_remote(ChunkMeta* m, void* p) {
+  auto* owner = static_cast<Allocator*>(m->owner);
+  FreeObject* o = freelist::as_object(p);
+  FreeObject* head = owner->remote_.load(std::memory_order_relaxed);
+  do {
+    o->next = head;
+  } while (!owner->remote_.compare_exchange_weak(head, o, std::memory_order_release,
+                                                 std::memory_order_relaxed));
+}
+
+}  // namespace roost

@@ -1,0 +1,109 @@
+// frontend/allocator.h — the per-thread allocator and its fast paths.
+//
+// Owns: an allocator's size-class free lists, its slabs (active, available;
+// sleeping slabs are on no list and are found again by the frees that wake
+// them), its cache of empty chunks, its remote-free inbox, and its counters.
+// The fast paths (allocate from a class list, free into an owned slab) are
+// inline here; everything else is a noinline slow path in allocator.cc.
+// Must never: take a lock, make a syscall or do an atomic read-modify-write
+// on a fast path; touch another allocator's slabs.
+#pragma once
+
+#include <atomic>
+
+#include "backend/chunk_meta.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/dlist.h"
+#include "ds/freelist.h"
+#include "ds/sizeclass.h"
+
+namespace roost {
+
+class Allocator {
+ public:
+  // ---- hot: touched by every malloc and free ----
+  FreeObject* fast_[sizeclass::kCount];  // objects ready to hand out, per class
+  uint64_t allocs_[sizeclass::kCount];   // small allocations served, per class
+  uint64_t frees_[sizeclass::kCount];    // small frees done by this thread, per class
+
+  // ---- slow-path state ----
+  ChunkMeta* active_[sizeclass::kCount];          // slab whose bump tail is being carved
+  DList<ChunkMeta> available_[sizeclass::kCount];  // woken slabs with free objects
+  DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
+  size_t chunk_cache_bytes_;
+  // Objects freed by other threads (the simple remote path: a lock-free
+  // stack, drained whole by the owner).
+  std::atomic<FreeObject*> remote_;
+  uint64_t slabs_;         // slabs currently owned
+  uint32_t id_;            // dense id, recycled with the allocator
+  Allocator* next_all_;    // every allocator ever made, for statistics
+  Allocator* next_pooled_; // pooled allocators not bound to a thread
+
+  // Allocation fast path for a small class.
+  ROOST_INLINE void* alloc_small(unsigned sc) {
+    FreeObject* p = fast_[sc];
+    if (ROOST_LIKELY(p != nullptr)) {
+      fast_[sc] = p->next;
+      allocs_[sc]++;
+      return p;
+    }
+    return alloc_refill(&fast_[sc]);
+  }
+
+  // Free fast path for an object in a slab this allocator owns; `m` is its
+  // chunk record, already known to be owned by this allocator.
+  ROOST_INLINE void free_local(ChunkMeta* m, void* p) {
+    frees_[m->sizeclass]++;
+    return_to_slab(m, p);
+  }
+
+  // Puts `p` back on its slab's free list (uncounted: the freeing thread
+  // counted it).
+  ROOST_INLINE void return_to_slab(ChunkMeta* m, void* p) {
+    freelist::push(m->free_head, p);
+    if (ROOST_UNLIKELY(--m->needed == 0)) slab_event(m);
+  }
+
+  // Slow paths.
+  // `slot` is &fast_[sc] of the calling thread's allocator (passing it keeps
+  // the fast path free of register copies).
+  ROOST_NOINLINE static void* alloc_refill(FreeObject** slot);
+  // Allocation from an allocator borrowed by a thread past its exit hook.
+  void* alloc_borrowed(unsigned sc);
+  ROOST_NOINLINE void slab_event(ChunkMeta* m);
+  void drain_remote();
+  // Called by another thread: sends `p` home to the slab's owner.
+  static void free_remote(ChunkMeta* m, void* p);
+
+  // Returns empty chunks beyond `keep` bytes to the backend.
+  void trim_chunk_cache(size_t keep);
+
+ private:
+  void* refill(unsigned sc);
+  ChunkMeta* take_chunk(unsigned order);
+  void keep_chunk(ChunkMeta* m);
+  void release_slab(ChunkMeta* m);
+  void* carve(ChunkMeta* m, unsigned sc);
+};
+
+ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p);
+
+// The free fast path's check: objects start on 16-byte boundaries.  The
+// exact test (below) costs a multiply chain; the fast path uses it only in
+// checked builds, every slow path always.
+ROOST_INLINE bool plausible_object_start(const ChunkMeta* m, const void* p) {
+  if constexpr (config::kCheckedFree) return is_object_start(m, p);
+  return (reinterpret_cast<uintptr_t>(p) & (config::kMinAlloc - 1)) == 0;
+}
+
+// Is `p` the start of an object of the slab `m`?  Division-free: the index
+// is a multiply by the class's reciprocal and a shift.
+ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
+  uintptr_t off = reinterpret_cast<uintptr_t>(p) - m->base;
+  uintptr_t index = (off * m->recip) >> sizeclass::kRecipShift;
+  return index * m->obj_size == off;
+}
+
+}  // namespace roost

@@ -1,0 +1,47 @@
+// frontend/allocator_pool.h — binding allocators to threads.
+//
+// Owns: the thread's current allocator (initial-exec TLS), the pool of
+// allocators not bound to a thread (recycled with their slabs and dense ids),
+// the list of every allocator (for statistics), global start-up, the
+// thread-exit hook and the fork hooks.  Must never: run on a fast path
+// beyond reading t_alloc; allocate through malloc.
+#pragma once
+
+#include "frontend/allocator.h"
+
+namespace roost::pool {
+
+// Owns nothing and has no free objects: a thread without an allocator points
+// here, so its first malloc falls into the slow path that binds one.
+extern Allocator g_unbound;
+
+extern __thread Allocator* t_alloc __attribute__((tls_model("initial-exec")));
+
+ROOST_INLINE Allocator* current() { return t_alloc; }
+
+// Process-wide start-up (pagemap, options, hooks); true when ready.
+bool global_init();
+
+// Allocation for a thread whose t_alloc is g_unbound: binds an allocator
+// (or, in a thread past its exit hook, borrows one for this call).
+void* alloc_unbound(unsigned sc);
+
+// Counters for statistics; `fn(const Allocator&)` for every allocator.
+template <typename Fn>
+void for_each(Fn&& fn);
+Allocator* first_allocator();
+uint64_t allocators_created();
+
+// Frees every chunk kept by pooled allocators and the caller's allocator.
+void trim_all();
+
+}  // namespace roost::pool
+
+namespace roost::pool {
+template <typename Fn>
+void for_each(Fn&& fn) {
+  for (Allocator* a = first_allocator(); a != nullptr;
+       a = __atomic_load_n(&a->next_all_, __ATOMIC_ACQUIRE))
+    fn(*a);
+}
+}  // namespace roost::pool

@@ -1,0 +1,131 @@
+// frontend/heap.cc — slow paths behind frontend/heap.h.
+#include "frontend/heap.h"
+
+#include <cerrno>
+
+#include "backend/large.h"
+#include "platform/error.h"
+
+namespace roost::heap {
+
+namespace {
+
+// Frees by threads past their exit hook, which have no allocator to count in.
+uint64_t g_unbound_frees[sizeclass::kCount];
+
+[[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {
+  err::fatal(where, fault, p);
+}
+
+void count_free(Allocator* a, unsigned sc) {
+  if (a != &pool::g_unbound)
+    a->frees_[sc]++;
+  else
+    __atomic_fetch_add(&g_unbound_frees[sc], 1, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+uint64_t unbound_frees(unsigned sc) { return __atomic_load_n(&g_unbound_frees[sc], __ATOMIC_RELAXED); }
+
+void* alloc_large(size_t size, size_t align, bool zero) {
+  if (size > config::kMaxRequest || !pool::global_init()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  bool zeroed = false;
+  void* p = large::alloc(size, align, &zeroed);
+  if (p == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (zero && !zeroed) __builtin_memset(p, 0, size);
+  return p;
+}
+
+void dealloc_slow(void* p, const char* where) {
+  if (p == nullptr) return;
+  ChunkMeta* m = pagemap::lookup(p);
+  if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
+  switch (m->kind) {
+    case ChunkKind::kSlab: {
+      if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+      Allocator* a = pool::current();
+      count_free(a, m->sizeclass);
+      if (m->owner == a)
+        a->return_to_slab(m, p);
+      else
+        Allocator::free_remote(m, p);
+      return;
+    }
+    case ChunkKind::kLarge:
+    case ChunkKind::kHuge:
+      if (reinterpret_cast<uintptr_t>(p) != m->base)
+        invalid(where, "invalid pointer (interior of an object)", p);
+      large::free(m);
+      return;
+    default:
+      invalid(where, "invalid pointer (not allocated by roost)", p);
+  }
+}
+
+void* alloc_aligned(size_t align, size_t size) {
+  if (align <= config::kMinAlloc) return alloc(size);
+  if (size <= config::kMaxSmall && align <= config::kMaxSmall) {
+    size_t s = bits::align_up(size == 0 ? 1 : size, align);
+    if (s <= config::kMaxSmall) {
+      // Objects sit at multiples of the class size from a slab base aligned
+      // to the slab size, so a class whose size is a multiple of `align`
+      // gives aligned objects.  Within four classes a power of two comes.
+      unsigned sc = sizeclass::from_size(s);
+      while (sc < sizeclass::kCount && (sizeclass::kInfo.info[sc].size & (align - 1)) != 0) sc++;
+      if (sc < sizeclass::kCount) return pool::current()->alloc_small(sc);
+    }
+  }
+  return alloc_large(size, align, false);
+}
+
+void* alloc_zeroed(size_t size) {
+  if (size <= config::kMaxSmall) {
+    void* p = alloc(size);
+    if (p != nullptr) __builtin_memset(p, 0, size);
+    return p;
+  }
+  return alloc_large(size, 1, true);
+}
+
+size_t usable_size(const void* p, const char* where) {
+  if (p == nullptr) return 0;
+  ChunkMeta* m = pagemap::lookup(p);
+  if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
+  if (m->kind == ChunkKind::kSlab) {
+    if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+    return m->obj_size;
+  }
+  if (reinterpret_cast<uintptr_t>(p) != m->base)
+    invalid(where, "invalid pointer (interior of an object)", p);
+  return large::usable(m);
+}
+
+void* resize(void* p, size_t size) {
+  size_t old = usable_size(p, "realloc");
+  ChunkMeta* m = pagemap::lookup(p);
+  if (m->kind == ChunkKind::kSlab) {
+    // Same class: stay in place.
+    if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
+  } else if (size > config::kMaxSmall && large::resize_in_place(m, size)) {
+    return p;
+  }
+  void* q = alloc(size);
+  if (q == nullptr) return nullptr;
+  __builtin_memcpy(q, p, old < size ? old : size);
+  dealloc(p, "realloc");
+  return q;
+}
+
+bool trim() {
+  pool::trim_all();
+  return large::trim();
+}
+
+}  // namespace roost::heap

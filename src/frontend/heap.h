@@ -1,0 +1,48 @@
+// frontend/heap.h — what the API layer calls: allocate, free, size, resize.
+//
+// Owns: the inline fast paths of malloc and free (class lookup, thread
+// allocator, owner test) and the entry points of their slow paths (large
+// objects, remote frees, misuse).  Must never: know the C or C++ API's edge
+// rules (errno choices, alignment validation); that is api/.
+#pragma once
+
+#include "backend/pagemap.h"
+#include "frontend/allocator_pool.h"
+
+namespace roost::heap {
+
+// Slow paths (heap.cc).
+ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
+// Recomputes what the fast path knew, so the fast path passes only `p`.
+ROOST_NOINLINE void dealloc_slow(void* p, const char* where);
+
+ROOST_INLINE void* alloc(size_t size) {
+  if (ROOST_LIKELY(size <= config::kTableClassified))
+    return pool::current()->alloc_small(sizeclass::from_size_table(size));
+  if (ROOST_LIKELY(size <= config::kMaxSmall))
+    return pool::current()->alloc_small(sizeclass::from_size_clz(size));
+  return alloc_large(size, 1, false);
+}
+
+ROOST_INLINE void dealloc(void* p, const char* where) {
+  ChunkMeta* m = pagemap::lookup(p);
+  Allocator* a = pool::current();
+  if (ROOST_LIKELY(m != nullptr && m->owner == a && plausible_object_start(m, p))) {
+    a->free_local(m, p);
+    return;
+  }
+  dealloc_slow(p, where);
+}
+
+// `align` is a power of two; any size.  nullptr + ENOMEM on failure.
+void* alloc_aligned(size_t align, size_t size);
+// Zeroed memory; memory fresh from the OS is not written again.
+void* alloc_zeroed(size_t size);
+// Usable bytes of a live object; 0 for nullptr; misuse is fatal.
+size_t usable_size(const void* p, const char* where);
+// glibc realloc minus the p == nullptr / size == 0 cases (api/ handles those).
+void* resize(void* p, size_t size);
+// Returns cached memory to the OS; true if any was released.
+bool trim();
+
+}  // namespace roost::heap

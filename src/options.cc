@@ -1,0 +1,36 @@
+// options.cc — the option table and its values.
+#include "options.h"
+
+#include "config.h"
+#include "platform/env.h"
+
+namespace roost::options {
+
+const Option kTable[kCount] = {
+    {"ROOST_STATS", 0, "print statistics to stderr at exit"},
+    {"ROOST_SLAB_RESERVE", config::kSlabReserveBytes, "bytes of empty slabs kept per allocator"},
+    {"ROOST_LARGE_CACHE", config::kLargeCacheBytes, "bytes of freed large objects kept unpurged"},
+    {"ROOST_PURGE_DONTNEED", 1, "purge with MADV_DONTNEED (1) or MADV_FREE (0)"},
+};
+
+namespace {
+uint64_t g_values[kCount];
+bool g_loaded = false;
+}  // namespace
+
+void load() {
+  if (__atomic_load_n(&g_loaded, __ATOMIC_ACQUIRE)) return;
+  for (unsigned i = 0; i < kCount; i++)
+    __atomic_store_n(&g_values[i], env::get_u64(kTable[i].env, kTable[i].fallback),
+                     __ATOMIC_RELAXED);
+  __atomic_store_n(&g_loaded, true, __ATOMIC_RELEASE);
+}
+
+uint64_t get(Id id) {
+  if (!__atomic_load_n(&g_loaded, __ATOMIC_ACQUIRE)) return kTable[id].fallback;
+  return __atomic_load_n(&g_values[id], __ATOMIC_RELAXED);
+}
+
+void set(Id id, uint64_t value) { __atomic_store_n(&g_values[id], value, __ATOMIC_RELAXED); }
+
+}  // namespace roost::options

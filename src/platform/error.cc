@@ -1,0 +1,65 @@
+// platform/error.cc — implementation of platform/error.h.
+#include "platform/error.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace roost::err {
+
+void write_str(const char* s) {
+  size_t n = 0;
+  while (s[n] != 0) n++;
+  while (n > 0) {
+    ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+Line& Line::str(const char* s) {
+  while (*s != 0 && len + 1 < sizeof(buf)) buf[len++] = *s++;
+  buf[len] = 0;
+  return *this;
+}
+
+Line& Line::dec(uint64_t v) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0 && len + 1 < sizeof(buf)) buf[len++] = tmp[--n];
+  buf[len] = 0;
+  return *this;
+}
+
+Line& Line::hex(uintptr_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[20];
+  int n = 0;
+  do {
+    tmp[n++] = digits[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  str("0x");
+  while (n > 0 && len + 1 < sizeof(buf)) buf[len++] = tmp[--n];
+  buf[len] = 0;
+  return *this;
+}
+
+void Line::emit() {
+  buf[len] = 0;
+  write_str(buf);
+}
+
+void fatal(const char* where, const char* fault, const void* addr) {
+  Line line;
+  line.str("roost: ").str(where).str(": ").str(fault).str(" ");
+  line.hex(reinterpret_cast<uintptr_t>(addr)).str("\n");
+  line.emit();
+  abort();
+}
+
+}  // namespace roost::err

@@ -1,0 +1,30 @@
+// platform/error.h — fatal diagnostics and allocation-free text output.
+//
+// Owns: writing to stderr with write(2), formatting numbers into caller
+// buffers, and the one-line-then-abort path for misuse.  Must never: call
+// stdio, malloc or anything that may allocate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace roost::err {
+
+// Writes "roost: <where>: <fault> 0x<addr>\n" to stderr, then abort().
+[[noreturn]] __attribute__((cold, noinline)) void fatal(const char* where, const char* fault,
+                                                        const void* addr);
+
+// Writes a NUL-terminated string to stderr.
+void write_str(const char* s);
+
+// Small fixed-buffer text builder for diagnostics and statistics.
+struct Line {
+  char buf[256];
+  size_t len = 0;
+  Line& str(const char* s);
+  Line& dec(uint64_t v);
+  Line& hex(uintptr_t v);
+  void emit();  // writes buf to stderr
+};
+
+}  // namespace roost::err

@@ -1,0 +1,82 @@
+// Size classes: round trip, smallest fit, waste bound, alignment, table and
+// clz paths agree, and the reciprocal gives exact object indices.
+#include "ds/sizeclass.h"
+
+#include <gtest/gtest.h>
+
+using namespace roost;
+using namespace roost::sizeclass;
+
+TEST(SizeClass, FirstClassesAreSixteenApartThenFourPerDoubling) {
+  const size_t expected[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320};
+  for (unsigned i = 0; i < sizeof(expected) / sizeof(expected[0]); i++)
+    EXPECT_EQ(to_size(i), expected[i]) << "class " << i;
+  EXPECT_EQ(to_size(kCount - 1), config::kMaxSmall);
+}
+
+TEST(SizeClass, RoundTripForEveryClass) {
+  for (unsigned sc = 0; sc < kCount; sc++) {
+    EXPECT_EQ(from_size(to_size(sc)), sc);
+    EXPECT_EQ(kInfo.info[sc].size, to_size(sc));
+  }
+}
+
+TEST(SizeClass, EverySizeGetsTheSmallestClassThatHoldsIt) {
+  for (size_t size = 1; size <= config::kMaxSmall; size += (size < 70000 ? 1 : 7)) {
+    unsigned sc = from_size(size);
+    ASSERT_LT(sc, kCount);
+    ASSERT_GE(to_size(sc), size) << size;
+    if (sc > 0) ASSERT_LT(to_size(sc - 1), size) << size;
+  }
+  EXPECT_EQ(from_size(0), 0u);
+}
+
+TEST(SizeClass, WasteIsAtMostAQuarterBeyondTheSixteenByteGrain) {
+  for (size_t size = 1; size <= config::kMaxSmall; size++) {
+    size_t cls = to_size(from_size(size));
+    size_t waste = cls - size;
+    ASSERT_TRUE(waste < 16 || waste * 4 <= cls) << "size " << size << " class " << cls;
+  }
+}
+
+TEST(SizeClass, EveryClassIsSixteenByteAligned) {
+  for (unsigned sc = 0; sc < kCount; sc++) EXPECT_EQ(to_size(sc) % 16, 0u) << sc;
+}
+
+TEST(SizeClass, TableAndClzAgree) {
+  for (size_t size = 1; size <= config::kTableClassified; size++)
+    ASSERT_EQ(from_size_table(size), from_size_clz(size)) << size;
+}
+
+TEST(SizeClass, SlabsHoldAtLeastSixteenObjectsAndAreGranules) {
+  for (unsigned sc = 0; sc < kCount; sc++) {
+    const ClassInfo& info = kInfo.info[sc];
+    EXPECT_GE(info.capacity, 16u) << sc;
+    EXPECT_GE(size_t{1} << info.slab_bits, config::kGranule) << sc;
+    EXPECT_EQ(info.capacity, (size_t{1} << info.slab_bits) / info.size) << sc;
+    EXPECT_GE(info.carve, info.wake) << sc;
+    EXPECT_LE(info.carve, info.capacity) << sc;
+    EXPECT_GE(info.wake, 1u) << sc;
+  }
+}
+
+TEST(SizeClass, ReciprocalIndexIsExactOverTheWholeSlab) {
+  for (unsigned sc = 0; sc < kCount; sc++) {
+    const ClassInfo& info = kInfo.info[sc];
+    for (uint64_t i = 0; i < info.capacity; i++) {
+      uint64_t off = i * info.size;
+      ASSERT_EQ((off * info.recip) >> kRecipShift, i) << sc;
+      // Any other 16-byte offset inside the object is not a start.
+      uint64_t inside = off + 16;
+      if (16 < info.size) {
+        uint64_t idx = (inside * info.recip) >> kRecipShift;
+        ASSERT_NE(idx * info.size, inside) << sc;
+      }
+      uint64_t last = off + info.size - 16;
+      if (last != off) {
+        uint64_t idx = (last * info.recip) >> kRecipShift;
+        ASSERT_EQ(idx, i) << sc;
+      }
+    }
+  }
+}
