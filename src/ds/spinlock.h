@@ -11,6 +11,14 @@
 
 namespace roost {
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 class SpinLock {
  public:
   void lock() {
@@ -18,7 +26,7 @@ class SpinLock {
       if (!flag_.exchange(true, std::memory_order_acquire)) return;
       for (int spins = 0; flag_.load(std::memory_order_relaxed); spins++) {
         if (spins < 64)
-          __builtin_ia32_pause();
+          cpu_relax();
         else
           os::yield();
       }
