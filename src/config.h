@@ -37,9 +37,13 @@ inline constexpr size_t kMaxSmall = size_t{1} << kMaxSmallBits;
 // Sizes up to this bound are classified by one table lookup.
 inline constexpr size_t kTableClassified = 1024;
 
-// A slab holds at least this many objects (slab size = power of two, at
-// least one granule).
-inline constexpr unsigned kMinObjectsPerSlabBits = 4;  // 16
+// A slab holds at least 2^kMinObjectsPerSlabBits objects, and aims for
+// 2^kTargetObjectsPerSlabBits while that keeps it within kTargetSlabBits
+// (slab size = a power of two, at least one granule).  More objects per slab
+// mean bigger batches per refill; pages are touched only as objects go out.
+inline constexpr unsigned kMinObjectsPerSlabBits = 4;     // 16
+inline constexpr unsigned kTargetObjectsPerSlabBits = 7;  // 128
+inline constexpr unsigned kTargetSlabBits = 18;           // 256 KiB
 
 // Empty slabs an allocator keeps for reuse by any size class before giving
 // chunks back to the backend (which purges them).

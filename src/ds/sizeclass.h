@@ -50,7 +50,10 @@ struct ClassInfo {
 
 constexpr ClassInfo make_info(unsigned sc) {
   size_t size = to_size(sc);
-  unsigned slab_bits = bits::log2_ceil(size) + config::kMinObjectsPerSlabBits;
+  unsigned slab_bits = bits::log2_ceil(size) + config::kTargetObjectsPerSlabBits;
+  if (slab_bits > config::kTargetSlabBits) slab_bits = config::kTargetSlabBits;
+  if (slab_bits < bits::log2_ceil(size) + config::kMinObjectsPerSlabBits)
+    slab_bits = bits::log2_ceil(size) + config::kMinObjectsPerSlabBits;
   if (slab_bits < config::kGranuleBits) slab_bits = config::kGranuleBits;
   size_t capacity = (size_t{1} << slab_bits) / size;
   size_t wake = capacity >> config::kWakeShift;

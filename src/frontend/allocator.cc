@@ -154,7 +154,8 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
   return m;
 }
 
-void Allocator::trim_chunk_cache(size_t keep) {
+bool Allocator::trim_chunk_cache(size_t keep) {
+  bool released = false;
   for (unsigned j = 0; j <= config::kRegionBits && chunk_cache_bytes_ > keep; j++) {
     while (chunk_cache_bytes_ > keep) {
       ChunkMeta* m = chunk_cache_[j].pop_front();
@@ -162,8 +163,10 @@ void Allocator::trim_chunk_cache(size_t keep) {
       size_t bytes = size_t{1} << j;
       chunk_cache_bytes_ -= bytes;
       chunks::release(m, bytes);
+      released = true;
     }
   }
+  return released;
 }
 
 void Allocator::drain_remote() {

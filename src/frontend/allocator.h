@@ -77,8 +77,8 @@ class Allocator {
   // Called by another thread: sends `p` home to the slab's owner.
   static void free_remote(ChunkMeta* m, void* p);
 
-  // Returns empty chunks beyond `keep` bytes to the backend.
-  void trim_chunk_cache(size_t keep);
+  // Returns empty chunks beyond `keep` bytes to the backend; true if any.
+  bool trim_chunk_cache(size_t keep);
 
  private:
   void* refill(unsigned sc);

@@ -142,17 +142,19 @@ uint64_t allocators_created() {
   return g_created;
 }
 
-void trim_all() {
+bool trim_all() {
+  bool released = false;
   Allocator* self = t_alloc;
   if (self != &g_unbound) {
     self->drain_remote();
-    self->trim_chunk_cache(0);
+    released |= self->trim_chunk_cache(0);
   }
   LockGuard guard(g_lock);
   for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) {
     a->drain_remote();
-    a->trim_chunk_cache(0);
+    released |= a->trim_chunk_cache(0);
   }
+  return released;
 }
 
 }  // namespace roost::pool

@@ -32,8 +32,9 @@ void for_each(Fn&& fn);
 Allocator* first_allocator();
 uint64_t allocators_created();
 
-// Frees every chunk kept by pooled allocators and the caller's allocator.
-void trim_all();
+// Frees every chunk kept by pooled allocators and the caller's allocator;
+// true if any memory went back.
+bool trim_all();
 
 }  // namespace roost::pool
 

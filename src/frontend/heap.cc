@@ -124,8 +124,8 @@ void* resize(void* p, size_t size) {
 }
 
 bool trim() {
-  pool::trim_all();
-  return large::trim();
+  bool released = pool::trim_all();
+  return large::trim() || released;
 }
 
 }  // namespace roost::heap
