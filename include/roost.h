@@ -25,15 +25,15 @@ size_t roost_usable_size(const void* ptr);
  * Counters of other threads are read without stopping them, so a snapshot
  * taken while threads allocate is approximate; it is exact once they rest. */
 struct roost_stats {
-  uint64_t bytes_in_use;    /* usable bytes of live objects, small and large */
-  uint64_t bytes_committed; /* bytes of address space roost holds not purged */
-  uint64_t bytes_reserved;  /* address space reserved from the OS */
-  uint64_t allocations;     /* successful allocations since start */
-  uint64_t frees;           /* frees of non-NULL pointers since start */
+  uint64_t bytes_in_use;      /* usable bytes of live objects, small and large */
+  uint64_t bytes_committed;   /* bytes of address space roost holds not purged */
+  uint64_t bytes_reserved;    /* address space reserved from the OS */
+  uint64_t allocations;       /* successful allocations since start */
+  uint64_t frees;             /* frees of non-NULL pointers since start */
   uint64_t large_allocations; /* of which served by the large-object path */
-  uint64_t slabs;           /* small-object slabs currently held */
-  uint64_t chunks;          /* backend chunks currently handed out */
-  uint64_t allocators;      /* per-thread allocators created so far */
+  uint64_t slabs;             /* small-object slabs currently held */
+  uint64_t chunks;            /* backend chunks currently handed out */
+  uint64_t allocators;        /* per-thread allocators created so far */
 };
 
 /* Fills *out; returns 0, or -1 if out is NULL. */

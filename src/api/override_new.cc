@@ -29,7 +29,8 @@ ROOST_SLOW void* new_failed(size_t size, size_t align) {
     if (p != nullptr) return p;
   }
   if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
-  err::fatal("operator new", "out of memory, no bad_alloc to throw; size", reinterpret_cast<void*>(size));
+  err::fatal("operator new", "out of memory, no bad_alloc to throw; size",
+             reinterpret_cast<void*>(size));
 }
 
 ROOST_INLINE void* new_impl(size_t size) {
@@ -69,11 +70,14 @@ ROOST_NEW_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept
 ROOST_NEW_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
   return new_nothrow(size, 1);
 }
-ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a) { return new_aligned(size, a); }
+ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a) {
+  return new_aligned(size, a);
+}
 ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
-ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a,
+                                    const std::nothrow_t&) noexcept {
   return new_nothrow(size, static_cast<size_t>(a));
 }
 ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a,
@@ -90,7 +94,9 @@ ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept
 ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t) noexcept { api::free(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { api::free(p); }
 ROOST_NEW_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept { api::free(p); }
+ROOST_NEW_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  api::free(p);
+}
 ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   api::free(p);
 }

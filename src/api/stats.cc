@@ -3,13 +3,13 @@
 // Owns: summing the counters of every allocator and of the backend.  Must
 // never: stop other threads or allocate; counters of running threads are
 // read as they are.
+#include "api/api.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "options.h"
 #include "platform/error.h"
 #include "roost.h"
-#include "api/api.h"
 
 namespace roost::heap {
 uint64_t unbound_frees(unsigned sc);
@@ -57,10 +57,15 @@ ROOST_EXPORT void roost_print_stats(void) {
     const char* name;
     uint64_t value;
   } rows[] = {
-      {"allocations", s.allocations}, {"frees", s.frees},
-      {"large_allocations", s.large_allocations}, {"bytes_in_use", s.bytes_in_use},
-      {"bytes_committed", s.bytes_committed}, {"bytes_reserved", s.bytes_reserved},
-      {"slabs", s.slabs}, {"chunks", s.chunks}, {"allocators", s.allocators},
+      {"allocations", s.allocations},
+      {"frees", s.frees},
+      {"large_allocations", s.large_allocations},
+      {"bytes_in_use", s.bytes_in_use},
+      {"bytes_committed", s.bytes_committed},
+      {"bytes_reserved", s.bytes_reserved},
+      {"slabs", s.slabs},
+      {"chunks", s.chunks},
+      {"allocators", s.allocators},
   };
   for (const auto& row : rows) {
     err::Line line;

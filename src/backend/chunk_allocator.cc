@@ -68,8 +68,9 @@ ChunkMeta* alloc(unsigned order) {
 }
 
 void release(ChunkMeta* m, size_t dirty_bytes) {
-  if (dirty_bytes != 0) os::purge(reinterpret_cast<void*>(m->base), dirty_bytes,
-                                     options::get(options::kPurgeZero) != 0);
+  if (dirty_bytes != 0)
+    os::purge(reinterpret_cast<void*>(m->base), dirty_bytes,
+              options::get(options::kPurgeZero) != 0);
   LockGuard guard(g_lock);
   __atomic_fetch_sub(&g_bytes_out, size_t{1} << m->order, __ATOMIC_RELAXED);
   __atomic_fetch_sub(&g_chunks_out, 1, __ATOMIC_RELAXED);

@@ -37,15 +37,15 @@ struct alignas(64) ChunkMeta {
   int32_t needed;         // slab: frees until the next state change
   uint8_t sizeclass;      // slab: size class
   ChunkKind kind;
-  uint8_t order;          // log2 of the chunk size (huge: log2 of granules span)
-  SlabState state;        // slab: see SlabState
-  uintptr_t base;         // first byte of the chunk
+  uint8_t order;    // log2 of the chunk size (huge: log2 of granules span)
+  SlabState state;  // slab: see SlabState
+  uintptr_t base;   // first byte of the chunk
   union {
     uint64_t recip;       // slab: ceil(2^42 / object size)
     uint64_t large_size;  // large, huge: usable bytes
   };
-  uint32_t obj_size;      // slab: object size
-  uint32_t carved;        // slab: objects carved from the bump tail so far
+  uint32_t obj_size;  // slab: object size
+  uint32_t carved;    // slab: objects carved from the bump tail so far
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;
   ChunkMeta* next;

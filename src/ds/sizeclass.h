@@ -40,12 +40,12 @@ static_assert(to_size(kCount - 1) == config::kMaxSmall);
 inline constexpr unsigned kRecipShift = 42;
 
 struct ClassInfo {
-  uint32_t size;       // object size in bytes
-  uint8_t slab_bits;   // log2 of the slab size
-  uint32_t capacity;   // objects per slab
-  uint32_t wake;       // frees into a sleeping slab before it is reused
-  uint32_t carve;      // objects carved from a slab's bump tail at a time
-  uint64_t recip;      // ceil(2^kRecipShift / size)
+  uint32_t size;      // object size in bytes
+  uint8_t slab_bits;  // log2 of the slab size
+  uint32_t capacity;  // objects per slab
+  uint32_t wake;      // frees into a sleeping slab before it is reused
+  uint32_t carve;     // objects carved from a slab's bump tail at a time
+  uint64_t recip;     // ceil(2^kRecipShift / size)
 };
 
 constexpr ClassInfo make_info(unsigned sc) {
@@ -64,9 +64,9 @@ constexpr ClassInfo make_info(unsigned sc) {
   if (carve < wake) carve = wake;
   if (carve > capacity) carve = capacity;
   uint64_t recip = ((uint64_t{1} << kRecipShift) + size - 1) / size;
-  return ClassInfo{static_cast<uint32_t>(size), static_cast<uint8_t>(slab_bits),
+  return ClassInfo{static_cast<uint32_t>(size),     static_cast<uint8_t>(slab_bits),
                    static_cast<uint32_t>(capacity), static_cast<uint32_t>(wake),
-                   static_cast<uint32_t>(carve), recip};
+                   static_cast<uint32_t>(carve),    recip};
 }
 
 struct InfoTable {
@@ -89,9 +89,7 @@ struct SmallTable {
 inline constexpr SmallTable kSmallTable{};
 
 // Size -> class for size <= kTableClassified: one table load.
-ROOST_INLINE constexpr unsigned from_size_table(size_t size) {
-  return kSmallTable.cls[size];
-}
+ROOST_INLINE constexpr unsigned from_size_table(size_t size) { return kSmallTable.cls[size]; }
 
 // Size -> class for size <= kMaxSmall, without division.
 ROOST_INLINE constexpr unsigned from_size(size_t size) {

@@ -29,17 +29,17 @@ class Allocator {
   uint64_t frees_[sizeclass::kCount];    // small frees done by this thread, per class
 
   // ---- slow-path state ----
-  ChunkMeta* active_[sizeclass::kCount];          // slab whose bump tail is being carved
-  DList<ChunkMeta> available_[sizeclass::kCount];  // woken slabs with free objects
+  ChunkMeta* active_[sizeclass::kCount];                   // slab whose bump tail is being carved
+  DList<ChunkMeta> available_[sizeclass::kCount];          // woken slabs with free objects
   DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
   size_t chunk_cache_bytes_;
   // Objects freed by other threads (the simple remote path: a lock-free
   // stack, drained whole by the owner).
   std::atomic<FreeObject*> remote_;
-  uint64_t slabs_;         // slabs currently owned
-  uint32_t id_;            // dense id, recycled with the allocator
-  Allocator* next_all_;    // every allocator ever made, for statistics
-  Allocator* next_pooled_; // pooled allocators not bound to a thread
+  uint64_t slabs_;          // slabs currently owned
+  uint32_t id_;             // dense id, recycled with the allocator
+  Allocator* next_all_;     // every allocator ever made, for statistics
+  Allocator* next_pooled_;  // pooled allocators not bound to a thread
 
   // Allocation fast path for a small class.
   ROOST_INLINE void* alloc_small(unsigned sc) {

@@ -26,7 +26,9 @@ void count_free(Allocator* a, unsigned sc) {
 
 }  // namespace
 
-uint64_t unbound_frees(unsigned sc) { return __atomic_load_n(&g_unbound_frees[sc], __ATOMIC_RELAXED); }
+uint64_t unbound_frees(unsigned sc) {
+  return __atomic_load_n(&g_unbound_frees[sc], __ATOMIC_RELAXED);
+}
 
 void* alloc_large(size_t size, size_t align, bool zero) {
   if (size > config::kMaxRequest || !pool::global_init()) {

@@ -31,11 +31,25 @@ uint64_t get_u64(const char* name, uint64_t fallback) {
   }
   unsigned shift = 0;
   switch (*s) {
-    case 0: break;
-    case 'k': case 'K': shift = 10; s++; break;
-    case 'm': case 'M': shift = 20; s++; break;
-    case 'g': case 'G': shift = 30; s++; break;
-    default: return fallback;
+    case 0:
+      break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      s++;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      s++;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      s++;
+      break;
+    default:
+      return fallback;
   }
   if (*s != 0) return fallback;
   if (shift != 0 && (v >> (64 - shift)) != 0) return fallback;

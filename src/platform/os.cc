@@ -30,9 +30,7 @@ void* reserve_aligned(size_t size, size_t align) {
 
 void release(void* p, size_t size) { munmap(p, size); }
 
-void purge(void* p, size_t size, bool zero) {
-  madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE);
-}
+void purge(void* p, size_t size, bool zero) { madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE); }
 
 size_t page_size() {
   static size_t cached = 0;
