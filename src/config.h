@@ -59,6 +59,9 @@ inline constexpr size_t kMaxRequest = size_t{1} << 46;
 // Bump-pointer carving: when a slab's tail is turned into free objects, at
 // most this many bytes are carved at a time so untouched pages stay untouched.
 inline constexpr size_t kCarveBytes = 4096;
+// ...but at least this many objects, so a class of big objects refills its
+// fast list in batches worth the refill's cost.
+inline constexpr size_t kMinCarveObjects = 32;
 
 inline constexpr size_t kPageSize = 4096;
 

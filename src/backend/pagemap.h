@@ -19,12 +19,10 @@ inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::
 
 // The table and its number of entries: zero entries until init() succeeded,
 // so a lookup before then (a stray free of a foreign pointer) says "not
-// ours" instead of faulting.
-struct Table {
-  ChunkMeta** entries;
-  uintptr_t limit;
-};
-extern Table g_map;
+// ours" instead of faulting.  Two variables, not a struct, so the fast path
+// reaches each with one RIP-relative instruction.
+extern ChunkMeta** g_entries ROOST_HIDDEN;
+extern uintptr_t g_limit ROOST_HIDDEN;
 
 // Reserves the table.  Returns false if the OS refused.
 bool init();
@@ -32,8 +30,20 @@ bool init();
 ROOST_INLINE ChunkMeta* lookup(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   uintptr_t index = a >> config::kGranuleBits;
-  if (ROOST_UNLIKELY(index >= g_map.limit)) return nullptr;
-  return __atomic_load_n(&g_map.entries[index], __ATOMIC_RELAXED);
+  if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
+  return __atomic_load_n(&g_entries[index], __ATOMIC_RELAXED);
+}
+
+// lookup() for the free fast path, folding in the check that `p` is 16-byte
+// aligned: rotating the low four bits to the top before the shift makes any
+// misaligned pointer's index exceed the table, so it says "not ours" (and
+// the slow path diagnoses it) at no extra instruction.
+ROOST_INLINE ChunkMeta* lookup_aligned(const void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uintptr_t rotated = (a >> config::kMinAllocBits) | (a << (64 - config::kMinAllocBits));
+  uintptr_t index = rotated >> (config::kGranuleBits - config::kMinAllocBits);
+  if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
+  return __atomic_load_n(&g_entries[index], __ATOMIC_RELAXED);
 }
 
 // Maps the granules of [base, base + bytes) to `meta` (or null to unmap).

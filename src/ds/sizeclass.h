@@ -61,6 +61,7 @@ constexpr ClassInfo make_info(unsigned sc) {
   // Carve about a page at a time, but at least `wake` objects, so a slab
   // put to sleep after its first carve can always wake.
   size_t carve = config::kCarveBytes / size;
+  if (carve < config::kMinCarveObjects) carve = config::kMinCarveObjects;
   if (carve < wake) carve = wake;
   if (carve > capacity) carve = capacity;
   uint64_t recip = ((uint64_t{1} << kRecipShift) + size - 1) / size;

@@ -28,82 +28,92 @@ void* Allocator::alloc_refill(FreeObject** slot) {
 }
 
 void* Allocator::alloc_borrowed(unsigned sc) {
-  FreeObject* p = fast_[sc];
-  if (p == nullptr) return refill(sc);
-  fast_[sc] = p->next;
-  allocs_[sc]++;
-  return p;
+  if (fast_[sc] == nullptr) return refill(sc);
+  return pop_fast(sc);
 }
 
 void* Allocator::refill(unsigned sc) {
   if (ROOST_UNLIKELY(this == &pool::g_unbound)) return pool::alloc_unbound(sc);
-  drain_remote();
-  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-  ChunkMeta* m = available_[sc].pop_front();
-  if (m == nullptr) {
-    m = active_[sc];
-    if (m != nullptr && m->free_head == nullptr && m->carved == info.capacity) m = nullptr;
+  if (remote_.load(std::memory_order_relaxed) != nullptr) drain_remote();
+  // The common case: the class's active slab got objects back.
+  ChunkMeta* m = active_[sc];
+  if (ROOST_LIKELY(m != nullptr && m->free_head != nullptr)) {
+    take(m, sc);
+    return pop_fast(sc);
   }
-  if (m != nullptr && m->free_head != nullptr) {
-    // Take the slab's free objects; it sleeps until `wake` more come back.
-    fast_[sc] = m->free_head;
-    m->free_head = nullptr;
-    m->state = SlabState::kSleeping;
-    m->needed = static_cast<int32_t>(info.wake);
-    active_[sc] = m;
-  } else {
-    if (m == nullptr) {
-      m = take_chunk(info.slab_bits);
-      if (m == nullptr) {
-        errno = ENOMEM;
-        return nullptr;
-      }
-      m->owner = this;
-      m->free_head = nullptr;
-      m->sizeclass = static_cast<uint8_t>(sc);
-      m->kind = ChunkKind::kSlab;
-      m->state = SlabState::kSleeping;
-      m->needed = static_cast<int32_t>(info.wake);
-      m->recip = info.recip;
-      m->obj_size = info.size;
-      m->carved = 0;
-      pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
-      slabs_++;
-      active_[sc] = m;
-    }
-    carve(m, sc);
-  }
-  FreeObject* p = fast_[sc];
-  fast_[sc] = p->next;
-  allocs_[sc]++;
-  return p;
+  return refill_from_other_slab(sc);
 }
 
-void* Allocator::carve(ChunkMeta* m, unsigned sc) {
+void* Allocator::refill_from_other_slab(unsigned sc) {
+  // The active slab has no free objects, so it is asleep (an awake slab
+  // holds free objects until taken): switching away strands nothing.
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+  ChunkMeta* m = available_[sc].pop_front();
+  if (m != nullptr) {
+    active_[sc] = m;
+    take(m, sc);
+    return pop_fast(sc);
+  }
+  m = active_[sc];
+  if (m == nullptr || m->carved == info.capacity) {
+    m = take_chunk(info.slab_bits);
+    if (m == nullptr) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    m->owner = this;
+    m->free_head = nullptr;
+    m->sizeclass = static_cast<uint8_t>(sc);
+    m->kind = ChunkKind::kSlab;
+    m->state = SlabState::kSleeping;
+    m->needed = static_cast<int32_t>(info.wake);
+    m->recip = info.recip;
+    m->obj_size = info.size;
+    m->carved = 0;
+    pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
+    slabs_++;
+    active_[sc] = m;
+  }
+  carve(m, sc);
+  return pop_fast(sc);
+}
+
+void Allocator::take(ChunkMeta* m, unsigned sc) {
+  // All the slab's free objects move to the fast list; it sleeps until
+  // `wake` more come back.  Carved objects are now all out: carved >= wake.
+  fast_[sc] = m->free_head;
+  m->free_head = nullptr;
+  m->state = SlabState::kSleeping;
+  m->needed = static_cast<int32_t>(sizeclass::kInfo.info[sc].wake);
+}
+
+void Allocator::carve(ChunkMeta* m, unsigned sc) {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
   uint32_t left = info.capacity - m->carved;
   uint32_t count = info.carve < left ? info.carve : left;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * info.size;
   fast_[sc] = freelist::build(first, info.size, count, fast_[sc]);
+  // Only an asleep slab is carved (see refill_from_other_slab), and its
+  // `needed` counts frees to wake, which carving does not change.
   m->carved += count;
-  // Carved objects count as in use: an available slab needs more frees.
-  if (m->state == SlabState::kAvailable) m->needed += static_cast<int32_t>(count);
-  return fast_[sc];
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
   unsigned sc = m->sizeclass;
+  // The active slab is never on the available list: refill looks at it
+  // first.  Every other awake slab is.
+  bool active = m == active_[sc];
   if (m->state == SlabState::kSleeping) {
     uint32_t in_use = m->carved - sizeclass::kInfo.info[sc].wake;
     m->state = SlabState::kAvailable;
     m->needed = static_cast<int32_t>(in_use);
-    available_[sc].push_front(m);
+    if (!active) available_[sc].push_front(m);
     if (in_use != 0) return;
   }
-  // Empty.  The class's active slab stays (on the available list, `needed`
-  // 0: no free can reach it before it is taken again), so a class that
-  // empties and refills its slab does not thrash through the backend.
-  if (m == active_[sc]) return;
+  // Empty.  The active slab stays (`needed` 0: no free can reach it before
+  // it is taken again), so a class that empties and refills its slab does
+  // not thrash through the backend.
+  if (active) return;
   available_[sc].remove(m);
   release_slab(m);
 }

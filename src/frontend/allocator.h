@@ -82,20 +82,28 @@ class Allocator {
 
  private:
   void* refill(unsigned sc);
+  ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
+  void take(ChunkMeta* m, unsigned sc);
+  ROOST_INLINE void* pop_fast(unsigned sc) {
+    FreeObject* p = fast_[sc];
+    fast_[sc] = p->next;
+    allocs_[sc]++;
+    return p;
+  }
   ChunkMeta* take_chunk(unsigned order);
   void keep_chunk(ChunkMeta* m);
   void release_slab(ChunkMeta* m);
-  void* carve(ChunkMeta* m, unsigned sc);
+  void carve(ChunkMeta* m, unsigned sc);
 };
 
 ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p);
 
-// The free fast path's check: objects start on 16-byte boundaries.  The
-// exact test (below) costs a multiply chain; the fast path uses it only in
-// checked builds, every slow path always.
-ROOST_INLINE bool plausible_object_start(const ChunkMeta* m, const void* p) {
+// The free fast path checks 16-byte alignment (inside
+// pagemap::lookup_aligned); the exact test (below) costs a multiply chain,
+// so the fast path adds it only in checked builds.  Every slow path uses it.
+ROOST_INLINE bool exact_start_if_checked(const ChunkMeta* m, const void* p) {
   if constexpr (config::kCheckedFree) return is_object_start(m, p);
-  return (reinterpret_cast<uintptr_t>(p) & (config::kMinAlloc - 1)) == 0;
+  return true;
 }
 
 // Is `p` the start of an object of the slab `m`?  Division-free: the index

@@ -13,9 +13,9 @@ namespace roost::pool {
 
 // Owns nothing and has no free objects: a thread without an allocator points
 // here, so its first malloc falls into the slow path that binds one.
-extern Allocator g_unbound;
+extern Allocator g_unbound ROOST_HIDDEN;
 
-extern __thread Allocator* t_alloc __attribute__((tls_model("initial-exec")));
+extern __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) ROOST_HIDDEN;
 
 ROOST_INLINE Allocator* current() { return t_alloc; }
 

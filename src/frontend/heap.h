@@ -25,9 +25,9 @@ ROOST_INLINE void* alloc(size_t size) {
 }
 
 ROOST_INLINE void dealloc(void* p, const char* where) {
-  ChunkMeta* m = pagemap::lookup(p);
+  ChunkMeta* m = pagemap::lookup_aligned(p);
   Allocator* a = pool::current();
-  if (ROOST_LIKELY(m != nullptr && m->owner == a && plausible_object_start(m, p))) {
+  if (ROOST_LIKELY(m != nullptr && m->owner == a && exact_start_if_checked(m, p))) {
     a->free_local(m, p);
     return;
   }
