@@ -16,9 +16,9 @@ build/%/.configured:
 	$(CMAKE) -S . -B build/$* $(GEN) $(CMAKE_ARGS_$*)
 	@touch $@
 
-CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release
-CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug
-CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_SANITIZE=address
+CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=ON
+CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_BENCH=ON
+CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=address
 
 release debug asan: %: build/%/.configured
 	$(CMAKE) --build build/$* -j $(JOBS)

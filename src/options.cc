@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "platform/env.h"
+#include "platform/error.h"
 
 namespace roost::options {
 
@@ -23,6 +24,7 @@ void load() {
   for (unsigned i = 0; i < kCount; i++)
     __atomic_store_n(&g_values[i], env::get_u64(kTable[i].env, kTable[i].fallback),
                      __ATOMIC_RELAXED);
+  if (g_values[kStats] != 0) err::keep_stderr();  // for the report at exit
   __atomic_store_n(&g_loaded, true, __ATOMIC_RELEASE);
 }
 

@@ -1,4 +1,5 @@
-// api/override_new.cc — every C++ operator new and delete form.
+// api/override_new.cc — every C++ operator new and delete form but the
+// nothrow news (api/override_new_nothrow.cc, which must catch).
 //
 // libroost.so must not need libstdc++ at run time, yet throwing new must
 // honour std::new_handler and throw std::bad_alloc.  Both come from
@@ -8,6 +9,7 @@
 #include <new>
 
 #include "api/api.h"
+#include "api/new_failure.h"
 #include "platform/error.h"
 
 using namespace roost;
@@ -16,11 +18,9 @@ using namespace roost;
 extern "C" std::new_handler _ZSt15get_new_handlerv() __attribute__((weak));
 extern "C" void _ZSt17__throw_bad_allocv() __attribute__((weak, noreturn));
 
-namespace {
+namespace roost::api {
 
-// The failure path of throwing new: run the new handler until it gives up,
-// then throw std::bad_alloc.
-ROOST_SLOW void* new_failed(size_t size, size_t align) {
+ROOST_SLOW void* new_failed(size_t size, size_t align, bool nothrow) {
   for (;;) {
     std::new_handler handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : nullptr;
     if (handler == nullptr) break;
@@ -28,34 +28,27 @@ ROOST_SLOW void* new_failed(size_t size, size_t align) {
     void* p = align <= config::kMinAlloc ? heap::alloc(size) : heap::alloc_aligned(align, size);
     if (p != nullptr) return p;
   }
+  if (nothrow) return nullptr;
   if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
   err::fatal("operator new", "out of memory, no bad_alloc to throw; size",
              reinterpret_cast<void*>(size));
 }
 
+}  // namespace roost::api
+
+namespace {
+using roost::api::new_failed;
+
 ROOST_INLINE void* new_impl(size_t size) {
   void* p = heap::alloc(size);
   if (ROOST_LIKELY(p != nullptr)) return p;
-  return new_failed(size, 1);
+  return new_failed(size, 1, false);
 }
 
 ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
   void* p = heap::alloc_aligned(static_cast<size_t>(align), size);
   if (ROOST_LIKELY(p != nullptr)) return p;
-  return new_failed(size, static_cast<size_t>(align));
-}
-
-// nothrow new still runs the new handler first (the standard's rule), but
-// without libstdc++ there is none to run.
-void* new_nothrow(size_t size, size_t align) {
-  void* p = align <= config::kMinAlloc ? heap::alloc(size) : heap::alloc_aligned(align, size);
-  while (p == nullptr) {
-    std::new_handler handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : nullptr;
-    if (handler == nullptr) return nullptr;
-    handler();  // may throw; nothrow new then lets it through as libstdc++ does not
-    p = align <= config::kMinAlloc ? heap::alloc(size) : heap::alloc_aligned(align, size);
-  }
-  return p;
+  return new_failed(size, static_cast<size_t>(align), false);
 }
 
 }  // namespace
@@ -64,25 +57,11 @@ void* new_nothrow(size_t size, size_t align) {
 
 ROOST_NEW_EXPORT void* operator new(size_t size) { return new_impl(size); }
 ROOST_NEW_EXPORT void* operator new[](size_t size) { return new_impl(size); }
-ROOST_NEW_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow(size, 1);
-}
-ROOST_NEW_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow(size, 1);
-}
 ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
 ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
   return new_aligned(size, a);
-}
-ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a,
-                                    const std::nothrow_t&) noexcept {
-  return new_nothrow(size, static_cast<size_t>(a));
-}
-ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a,
-                                      const std::nothrow_t&) noexcept {
-  return new_nothrow(size, static_cast<size_t>(a));
 }
 
 ROOST_NEW_EXPORT void operator delete(void* p) noexcept { api::free(p); }

@@ -50,7 +50,8 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   return 0;
 }
 
-ROOST_EXPORT void roost_print_stats(void) {
+namespace {
+void print_stats(bool at_exit) {
   struct roost_stats s;
   roost_stats(&s);
   const struct {
@@ -70,12 +71,18 @@ ROOST_EXPORT void roost_print_stats(void) {
   for (const auto& row : rows) {
     err::Line line;
     line.str("roost: ").str(row.name).str(" ").dec(row.value).str("\n");
-    line.emit();
+    if (at_exit)
+      line.emit_report();
+    else
+      line.emit();
   }
 }
+}  // namespace
+
+ROOST_EXPORT void roost_print_stats(void) { print_stats(false); }
 
 // ROOST_STATS=1: counters at exit.  A destructor, not a constructor: it has
 // no effect unless the option is set.
 __attribute__((destructor)) static void print_stats_at_exit() {
-  if (options::get(options::kStats) != 0) roost_print_stats();
+  if (options::get(options::kStats) != 0) print_stats(true);
 }

@@ -45,7 +45,10 @@ struct alignas(64) ChunkMeta {
     uint64_t large_size;  // large, huge: usable bytes
   };
   uint32_t obj_size;  // slab: object size
-  uint32_t carved;    // slab: objects carved from the bump tail so far
+  union {
+    uint32_t carved;       // slab: objects carved from the bump tail so far
+    uint32_t dirty_pages;  // large: pages written since the chunk was last purged
+  };
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;
   ChunkMeta* next;

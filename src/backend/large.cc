@@ -37,6 +37,15 @@ ChunkMeta* take_cached(unsigned order) {
   return m;
 }
 
+// The pages a user may have written since the last purge: a cached chunk
+// reused for a smaller object still holds the bigger one's bytes.
+void note_dirty(ChunkMeta* m, size_t usable) {
+  uint32_t pages = static_cast<uint32_t>(usable / config::kPageSize);
+  if (pages > m->dirty_pages) m->dirty_pages = pages;
+}
+
+size_t dirty_bytes(const ChunkMeta* m) { return size_t{m->dirty_pages} * config::kPageSize; }
+
 void* alloc_huge(size_t usable, size_t align) {
   void* p = os::reserve_aligned(usable, align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
@@ -76,8 +85,12 @@ void* alloc(size_t size, size_t align, bool* zeroed) {
   // Chunks from the backend were never touched or were purged; with
   // MADV_FREE purging they may still hold old bytes.
   *zeroed = m == nullptr && options::get(options::kPurgeZero) != 0;
-  if (m == nullptr) m = chunks::alloc(order);
-  if (m == nullptr) return nullptr;
+  if (m == nullptr) {
+    m = chunks::alloc(order);
+    if (m == nullptr) return nullptr;
+    m->dirty_pages = 0;
+  }
+  note_dirty(m, usable);
   m->kind = ChunkKind::kLarge;
   m->owner = kNoOwner;
   m->large_size = usable;
@@ -103,12 +116,12 @@ void free(ChunkMeta* m) {
     if (g_cached_bytes + chunk <= options::get(options::kLargeCacheBytes)) {
       g_cached_bytes += chunk;
       m->kind = ChunkKind::kCached;
-      // large_size stays: it bounds the dirty part for a later purge.
+      // dirty_pages bounds what a later purge must cover.
       g_cache[m->order].push_front(m);
       return;
     }
   }
-  chunks::release(m, usable);
+  chunks::release(m, dirty_bytes(m));
 }
 
 bool resize_in_place(ChunkMeta* m, size_t new_size) {
@@ -120,8 +133,13 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   } else {
     size_t chunk = size_t{1} << m->order;
     if (usable > chunk || usable * 4 <= chunk) return false;
-    if (usable + config::kCarveBytes * 16 <= old)
-      os::purge(reinterpret_cast<void*>(m->base + usable), old - usable, true);
+    note_dirty(m, usable);
+    // A shrink by a megabyte or more gives the tail's pages back now.
+    if (dirty_bytes(m) >= usable + (size_t{1} << 20)) {
+      os::purge(reinterpret_cast<void*>(m->base + usable), dirty_bytes(m) - usable,
+                options::get(options::kPurgeZero) != 0);
+      m->dirty_pages = static_cast<uint32_t>(usable / config::kPageSize);
+    }
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);
@@ -134,7 +152,7 @@ bool trim() {
     for (;;) {
       ChunkMeta* m = take_cached(order);
       if (m == nullptr) break;
-      chunks::release(m, m->large_size);
+      chunks::release(m, dirty_bytes(m));
       released = true;
     }
   }

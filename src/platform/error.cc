@@ -1,21 +1,34 @@
 // platform/error.cc — implementation of platform/error.h.
 #include "platform/error.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 namespace roost::err {
 
-void write_str(const char* s) {
+namespace {
+int g_report_fd = -1;
+
+void write_fd(int fd, const char* s) {
   size_t n = 0;
   while (s[n] != 0) n++;
   while (n > 0) {
-    ssize_t w = ::write(2, s, n);
+    ssize_t w = ::write(fd, s, n);
     if (w <= 0) return;
     s += w;
     n -= static_cast<size_t>(w);
   }
 }
+}  // namespace
+
+void keep_stderr() {
+  if (g_report_fd < 0) g_report_fd = fcntl(2, F_DUPFD_CLOEXEC, 64);
+}
+
+void report(const char* s) { write_fd(g_report_fd >= 0 ? g_report_fd : 2, s); }
+
+void write_str(const char* s) { write_fd(2, s); }
 
 Line& Line::str(const char* s) {
   while (*s != 0 && len + 1 < sizeof(buf)) buf[len++] = *s++;
@@ -52,6 +65,11 @@ Line& Line::hex(uintptr_t v) {
 void Line::emit() {
   buf[len] = 0;
   write_str(buf);
+}
+
+void Line::emit_report() {
+  buf[len] = 0;
+  report(buf);
 }
 
 void fatal(const char* where, const char* fault, const void* addr) {

@@ -17,6 +17,14 @@ namespace roost::err {
 // Writes a NUL-terminated string to stderr.
 void write_str(const char* s);
 
+// Keeps a private duplicate of stderr (close-on-exec) for report(): programs
+// that close fd 2 before exiting (coreutils do) would otherwise silence the
+// statistics printed at exit.
+void keep_stderr();
+
+// Writes to the kept duplicate of stderr, or to fd 2 if there is none.
+void report(const char* s);
+
 // Small fixed-buffer text builder for diagnostics and statistics.
 struct Line {
   char buf[256];
@@ -24,7 +32,8 @@ struct Line {
   Line& str(const char* s);
   Line& dec(uint64_t v);
   Line& hex(uintptr_t v);
-  void emit();  // writes buf to stderr
+  void emit();         // writes buf to stderr
+  void emit_report();  // writes buf with report()
 };
 
 }  // namespace roost::err
