@@ -1,0 +1,242 @@
+// Helpers shared by the black-box tests of the malloc API: is roost serving
+// this process (linked, preloaded, or not at all), byte patterns, compiler
+// barriers, /proc/self/status readers, and running a body in a forked child
+// whose exit status and stderr the parent inspects.
+#pragma once
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "roost.h"
+
+namespace roost_test {
+
+// ---------------------------------------------------------------------------
+// Keeping the compiler from reasoning about allocations.
+
+// Makes `p` escape: the compiler must assume the pointee is read and written.
+inline void escape(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+// Returns `v` unchanged, but hides its value from the optimiser (so huge
+// constant sizes are not folded into warnings or assumptions).
+template <class T>
+inline T opaque(T v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Is roost active?
+
+using StatsFn = int (*)(struct roost_stats*);
+
+// The roost_stats entry point serving this process, or nullptr when the
+// process runs on another allocator.  Binaries linked to roost define
+// ROOST_TEST_LINKED and call it directly; the others look it up, which finds
+// it when libroost.so is preloaded.
+inline StatsFn stats_fn() {
+#ifdef ROOST_TEST_LINKED
+  return &roost_stats;
+#else
+  static StatsFn fn = reinterpret_cast<StatsFn>(dlsym(RTLD_DEFAULT, "roost_stats"));
+  return fn;
+#endif
+}
+
+inline bool roost_active() { return stats_fn() != nullptr; }
+
+// ROOST_EXPECT=1 in the environment: roost must be serving this process.
+inline bool roost_expected() {
+  const char* e = getenv("ROOST_EXPECT");
+  return e != nullptr && strcmp(e, "1") == 0;
+}
+
+inline struct roost_stats stats_snapshot() {
+  struct roost_stats s {};
+  StatsFn fn = stats_fn();
+  if (fn != nullptr) fn(&s);
+  return s;
+}
+
+// For tests of roost's own documented behaviour (diagnostics, C17
+// aligned_alloc, free_sized...): skipped on another allocator, unless
+// ROOST_EXPECT=1 says roost must be there, in which case that is a failure.
+#define REQUIRE_ROOST()                                                              \
+  do {                                                                              \
+    if (!::roost_test::roost_active()) {                                            \
+      if (::roost_test::roost_expected())                                           \
+        FAIL() << "ROOST_EXPECT=1 but roost is not serving this process";           \
+      GTEST_SKIP() << "roost is not active (run with LD_PRELOAD=libroost.so)";      \
+    }                                                                               \
+  } while (0)
+
+// ---------------------------------------------------------------------------
+// Byte patterns: a byte at offset i of an object with id `id`.  Depends on
+// both so that a copy shifted by any amount, or another object's bytes, is
+// detected.
+
+inline uint64_t pattern_word(uint64_t id, uint64_t index) {
+  uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull ^ (index * 0xD6E8FEB86659FD93ull);
+  x ^= x >> 29;
+  return x;
+}
+
+inline void fill_pattern(void* p, size_t n, uint64_t id) {
+  unsigned char* b = static_cast<unsigned char*>(p);
+  size_t words = n / 8;
+  for (size_t i = 0; i < words; i++) {
+    uint64_t w = pattern_word(id, i);
+    memcpy(b + i * 8, &w, 8);
+  }
+  uint64_t last = pattern_word(id, words);
+  memcpy(b + words * 8, &last, n % 8);
+}
+
+// Offset of the first byte that does not hold the pattern, or SIZE_MAX.
+inline size_t find_pattern_mismatch(const void* p, size_t n, uint64_t id) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  size_t words = n / 8;
+  for (size_t i = 0; i < words; i++) {
+    uint64_t w = pattern_word(id, i), got;
+    memcpy(&got, b + i * 8, 8);
+    if (got != w) {
+      for (size_t k = 0; k < 8; k++)
+        if (reinterpret_cast<unsigned char*>(&w)[k] != b[i * 8 + k]) return i * 8 + k;
+    }
+  }
+  uint64_t last = pattern_word(id, words);
+  for (size_t k = 0; k < n % 8; k++)
+    if (reinterpret_cast<unsigned char*>(&last)[k] != b[words * 8 + k]) return words * 8 + k;
+  return SIZE_MAX;
+}
+
+inline bool check_pattern(const void* p, size_t n, uint64_t id) {
+  return find_pattern_mismatch(p, n, id) == SIZE_MAX;
+}
+
+// Offset of the first non-zero byte, or SIZE_MAX.
+inline size_t find_nonzero(const void* p, size_t n) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, b + i, 8);
+    if (w != 0) break;
+  }
+  for (; i < n; i++)
+    if (b[i] != 0) return i;
+  return SIZE_MAX;
+}
+
+inline bool is_aligned(const void* p, size_t a) {
+  return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// /proc/self/status.
+
+// The value in kB of a field such as "VmRSS" or "VmSize"; -1 if absent.
+inline long status_kb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  std::string key = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) == 0) return strtol(line.c_str() + key.size(), nullptr, 10);
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------
+// Forked children.
+
+struct ChildResult {
+  bool exited = false;  // exited normally (then see exit_code)
+  int exit_code = -1;
+  int signal = 0;  // the terminating signal, when killed by one
+  std::string err;  // everything the child wrote on stderr
+
+  std::string describe() const {
+    std::string s = exited ? "exited with " + std::to_string(exit_code)
+                           : "killed by signal " + std::to_string(signal) + " (" +
+                                 strsignal(signal) + ")";
+    return s + "; stderr:\n" + err;
+  }
+};
+
+// In a child: a check that gtest cannot see.  Writes the message on stderr
+// and exits with code 3 when `cond` is false.
+inline void child_check(bool cond, const char* what) {
+  if (cond) return;
+  const char prefix[] = "child check failed: ";
+  (void)!write(2, prefix, sizeof(prefix) - 1);
+  (void)!write(2, what, strlen(what));
+  (void)!write(2, "\n", 1);
+  _exit(3);
+}
+
+// Runs `body` in a forked child with stderr captured, killed by SIGALRM
+// after `timeout_s`.  The child exits 0 when `body` returns, 4 when it throws.
+inline ChildResult run_in_child(const std::function<void()>& body, unsigned timeout_s = 60) {
+  ChildResult r;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    r.err = "pipe failed";
+    return r;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    r.err = "fork failed";
+    return r;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    alarm(timeout_s);
+    try {
+      body();
+    } catch (...) {
+      child_check(false, "body threw an exception");
+      _exit(4);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n > 0) {
+      r.err.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+  }
+  return r;
+}
+
+}  // namespace roost_test
