@@ -95,11 +95,6 @@ size_t bytes_out() { return __atomic_load_n(&g_bytes_out, __ATOMIC_RELAXED); }
 size_t chunks_out() { return __atomic_load_n(&g_chunks_out, __ATOMIC_RELAXED); }
 
 void lock_for_fork() { g_lock.lock(); }
-void unlock_after_fork(bool child) {
-  if (child)
-    g_lock.reset();
-  else
-    g_lock.unlock();
-}
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
 
 }  // namespace roost::chunks

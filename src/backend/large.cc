@@ -167,11 +167,6 @@ Counters counters() {
 }
 
 void lock_for_fork() { g_lock.lock(); }
-void unlock_after_fork(bool child) {
-  if (child)
-    g_lock.reset();
-  else
-    g_lock.unlock();
-}
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
 
 }  // namespace roost::large

@@ -34,11 +34,6 @@ void* alloc(size_t size, size_t align) {
 size_t reserved_bytes() { return __atomic_load_n(&reserved, __ATOMIC_RELAXED); }
 
 void lock_for_fork() { lock.lock(); }
-void unlock_after_fork(bool child) {
-  if (child)
-    lock.reset();
-  else
-    lock.unlock();
-}
+void unlock_after_fork(bool child) { lock.unlock_after_fork(child); }
 
 }  // namespace roost::meta_arena

@@ -34,8 +34,14 @@ class SpinLock {
   }
   bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }
   void unlock() { flag_.store(false, std::memory_order_release); }
-  // For a forked child: the thread that held the lock does not exist there.
-  void reset() { flag_.store(false, std::memory_order_relaxed); }
+  // After fork, for a lock taken by the prepare handler: the parent unlocks;
+  // the child resets it (the thread that held it does not exist there).
+  void unlock_after_fork(bool child) {
+    if (child)
+      flag_.store(false, std::memory_order_relaxed);
+    else
+      unlock();
+  }
 
  private:
   std::atomic<bool> flag_{false};

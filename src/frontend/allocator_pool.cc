@@ -77,10 +77,7 @@ void postfork(bool child) {
   meta_arena::unlock_after_fork(child);
   chunks::unlock_after_fork(child);
   large::unlock_after_fork(child);
-  if (child)
-    g_lock.reset();
-  else
-    g_lock.unlock();
+  g_lock.unlock_after_fork(child);
 }
 
 void postfork_parent() { postfork(false); }
