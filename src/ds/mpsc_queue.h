@@ -1,0 +1,87 @@
+// ds/mpsc_queue.h — the multi-producer single-consumer queue of an inbox.
+//
+// The Pony-runtime queue of the snmalloc paper (§2.2): a singly linked list
+// from `front` (consumer only) to `back` (producers).  A producer appends a
+// whole batch with one atomic exchange of `back` and one store; the consumer
+// uses plain loads (acquire) and no read-modify-write.  A stub node keeps
+// the list non-empty.  The queue is not linearizable: a batch whose producer
+// has exchanged `back` but not yet linked its predecessor hides the batches
+// behind it until it does.  Nodes live inside the objects they carry.
+//
+// Owns: the queue's links and their memory orders.  Must never: allocate,
+// know what the nodes mean, or let the consumer block.
+#pragma once
+
+#include <atomic>
+
+#include "ds/bits.h"
+
+namespace roost {
+
+struct QueueNode {
+  std::atomic<QueueNode*> next;
+};
+
+class MpscQueue {
+ public:
+  MpscQueue() { init(); }
+  MpscQueue(const MpscQueue&) = delete;
+  MpscQueue& operator=(const MpscQueue&) = delete;
+
+  // Resets to empty (no producer or consumer may be running).
+  void init() {
+    stub_.next.store(nullptr, std::memory_order_relaxed);
+    front_ = &stub_;
+    back_.store(&stub_, std::memory_order_relaxed);
+  }
+
+  // Any thread: appends the chain first..last (already linked through
+  // `next`; last's link is overwritten).
+  void enqueue(QueueNode* first, QueueNode* last) {
+    last->next.store(nullptr, std::memory_order_relaxed);
+    // acq_rel: release publishes the chain (and the objects' contents) to
+    // the consumer; acquire orders our store into `prev` after whoever
+    // enqueued `prev` linked it.
+    QueueNode* prev = back_.exchange(last, std::memory_order_acq_rel);
+    prev->next.store(first, std::memory_order_release);
+  }
+
+  // Consumer: is there possibly something to dequeue?  One load.
+  bool maybe_nonempty() const {
+    return front_->next.load(std::memory_order_relaxed) != nullptr ||
+           front_ != &stub_;
+  }
+
+  // Consumer: the oldest node, or nullptr when none is ready.  The stub is
+  // never returned: when it comes to the front it is skipped, and when a
+  // real node is the last one the stub is re-enqueued behind it so that
+  // node can be handed out (one exchange per drained batch).
+  QueueNode* dequeue() {
+    QueueNode* front = front_;
+    QueueNode* next = front->next.load(std::memory_order_acquire);
+    if (front == &stub_) {
+      if (next == nullptr) return nullptr;
+      front_ = next;
+      front = next;
+      next = front->next.load(std::memory_order_acquire);
+    }
+    if (next == nullptr) {
+      // `front` is the last linked node.  If no producer is past it, put
+      // the stub behind it; otherwise wait for that producer's link (it
+      // appears later: the consumer does not spin).
+      if (back_.load(std::memory_order_acquire) != front) return nullptr;
+      enqueue(&stub_, &stub_);
+      next = front->next.load(std::memory_order_acquire);
+      if (next == nullptr) return nullptr;
+    }
+    front_ = next;
+    return front;
+  }
+
+ private:
+  QueueNode* front_;                // consumer only
+  alignas(64) std::atomic<QueueNode*> back_;  // producers
+  QueueNode stub_;
+};
+
+}  // namespace roost
