@@ -19,6 +19,7 @@ using namespace roost;
 
 ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   if (out == nullptr) return -1;
+  *out = {};
   uint64_t allocs = 0, frees = 0, slabs = 0;
   int64_t small_bytes = 0;
   uint64_t per_class_allocs[sizeclass::kCount] = {};
