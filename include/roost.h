@@ -34,6 +34,13 @@ struct roost_stats {
   uint64_t slabs;             /* small-object slabs currently held */
   uint64_t chunks;            /* backend chunks currently handed out */
   uint64_t allocators;        /* per-thread allocators created so far */
+  /* Message passing (frees of objects another thread's allocator owns). */
+  uint64_t remote_frees;       /* frees of objects owned by another allocator */
+  uint64_t messages_sent;      /* objects posted to an inbox, forwarded ones included */
+  uint64_t batches_sent;       /* inbox enqueues (one atomic exchange each) */
+  uint64_t messages_received;  /* objects taken from an inbox */
+  uint64_t messages_forwarded; /* received objects owned by a third allocator, sent on */
+  uint64_t inbox_drains;       /* inbox visits that found messages */
 };
 
 /* Fills *out; returns 0, or -1 if out is NULL. */

@@ -65,6 +65,23 @@ inline constexpr size_t kMinCarveObjects = 32;
 
 inline constexpr size_t kPageSize = 4096;
 
+// Message passing.  The outbox sorts remote frees into 2^kBucketBits
+// buckets by destination-allocator id bits (snmalloc's temporal radix tree);
+// a test build sets ROOST_BUCKET_BITS small to force multi-hop forwarding.
+#ifndef ROOST_BUCKET_BITS
+#define ROOST_BUCKET_BITS 6
+#endif
+inline constexpr unsigned kBucketBits = ROOST_BUCKET_BITS;
+static_assert(kBucketBits >= 1 && kBucketBits <= 8);
+// Bytes of remote frees an allocator collects before posting them (run-time
+// option ROOST_OUTBOX_BYTES).
+inline constexpr size_t kOutboxBytes = size_t{64} << 10;
+// Messages an allocator takes from its inbox per visit: bounded work.
+inline constexpr unsigned kInboxBudget = 4096;
+// A thread that only frees other threads' objects looks at its own inbox
+// after this many of them.
+inline constexpr unsigned kRemoteFreesPerInboxCheck = 256;
+
 // Checked build (-DROOST_CHECKED=1): the free fast path verifies that a
 // pointer is exactly an object start (interior pointers are diagnosed);
 // the default build checks 16-byte alignment there and the exact start on

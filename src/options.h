@@ -15,6 +15,7 @@ enum Id : unsigned {
   kSlabReserveBytes,  // ROOST_SLAB_RESERVE: empty-slab bytes an allocator keeps
   kLargeCacheBytes,   // ROOST_LARGE_CACHE: freed large bytes kept unpurged
   kPurgeZero,         // ROOST_PURGE_DONTNEED: 1 = MADV_DONTNEED, 0 = MADV_FREE
+  kOutboxBytes,       // ROOST_OUTBOX_BYTES: remote-free bytes collected before a flush
   kCount
 };
 

@@ -11,10 +11,6 @@
 #include "platform/error.h"
 #include "roost.h"
 
-namespace roost::heap {
-uint64_t unbound_frees(unsigned sc);
-}
-
 using namespace roost;
 
 ROOST_EXPORT int roost_stats(struct roost_stats* out) {
@@ -24,13 +20,24 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   int64_t small_bytes = 0;
   uint64_t per_class_allocs[sizeclass::kCount] = {};
   uint64_t per_class_frees[sizeclass::kCount] = {};
+  auto read = [](const uint64_t& counter) { return __atomic_load_n(&counter, __ATOMIC_RELAXED); };
   pool::for_each([&](const Allocator& a) {
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      per_class_allocs[sc] += __atomic_load_n(&a.allocs_[sc], __ATOMIC_RELAXED);
-      per_class_frees[sc] += __atomic_load_n(&a.frees_[sc], __ATOMIC_RELAXED);
+      per_class_allocs[sc] += read(a.allocs_[sc]);
+      per_class_frees[sc] += read(a.frees_[sc]);
     }
-    slabs += __atomic_load_n(&a.slabs_, __ATOMIC_RELAXED);
+    slabs += read(a.slabs_);
+    out->remote_frees += read(a.remote_frees_);
+    out->messages_sent += read(a.messages_sent_);
+    out->batches_sent += read(a.batches_sent_);
+    out->messages_received += read(a.messages_received_);
+    out->messages_forwarded += read(a.messages_forwarded_);
+    out->inbox_drains += read(a.inbox_drains_);
   });
+  uint64_t alone = heap::unbound_sends();
+  out->remote_frees += alone;
+  out->messages_sent += alone;
+  out->batches_sent += alone;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     per_class_frees[sc] += heap::unbound_frees(sc);
     allocs += per_class_allocs[sc];
@@ -68,6 +75,12 @@ void print_stats(bool at_exit) {
       {"slabs", s.slabs},
       {"chunks", s.chunks},
       {"allocators", s.allocators},
+      {"remote_frees", s.remote_frees},
+      {"messages_sent", s.messages_sent},
+      {"batches_sent", s.batches_sent},
+      {"messages_received", s.messages_received},
+      {"messages_forwarded", s.messages_forwarded},
+      {"inbox_drains", s.inbox_drains},
   };
   for (const auto& row : rows) {
     err::Line line;

@@ -19,12 +19,12 @@
 namespace roost {
 
 struct QueueNode {
-  std::atomic<QueueNode*> next;
+  std::atomic<QueueNode*> next{nullptr};
 };
 
 class MpscQueue {
  public:
-  MpscQueue() { init(); }
+  constexpr MpscQueue() : front_(&stub_), back_(&stub_) {}
   MpscQueue(const MpscQueue&) = delete;
   MpscQueue& operator=(const MpscQueue&) = delete;
 
@@ -48,8 +48,7 @@ class MpscQueue {
 
   // Consumer: is there possibly something to dequeue?  One load.
   bool maybe_nonempty() const {
-    return front_->next.load(std::memory_order_relaxed) != nullptr ||
-           front_ != &stub_;
+    return front_->next.load(std::memory_order_relaxed) != nullptr || front_ != &stub_;
   }
 
   // Consumer: the oldest node, or nullptr when none is ready.  The stub is
@@ -79,7 +78,7 @@ class MpscQueue {
   }
 
  private:
-  QueueNode* front_;                // consumer only
+  QueueNode* front_;                          // consumer only
   alignas(64) std::atomic<QueueNode*> back_;  // producers
   QueueNode stub_;
 };

@@ -17,7 +17,9 @@
 #include "ds/bits.h"
 #include "ds/dlist.h"
 #include "ds/freelist.h"
+#include "ds/mpsc_queue.h"
 #include "ds/sizeclass.h"
+#include "frontend/outbox.h"
 
 namespace roost {
 
@@ -33,9 +35,18 @@ class Allocator {
   DList<ChunkMeta> available_[sizeclass::kCount];          // woken slabs with free objects
   DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
   size_t chunk_cache_bytes_;
-  // Objects freed by other threads (the simple remote path: a lock-free
-  // stack, drained whole by the owner).
-  std::atomic<FreeObject*> remote_;
+  // Message passing: objects other allocators freed, sent home here, and
+  // objects this allocator freed for others, waiting to be posted.
+  MpscQueue inbox_;
+  Outbox outbox_;
+  size_t outbox_limit_;             // ROOST_OUTBOX_BYTES, cached at bind
+  uint32_t remote_frees_to_check_;  // remote frees until the next inbox visit
+  uint64_t remote_frees_;
+  uint64_t messages_sent_;
+  uint64_t batches_sent_;
+  uint64_t messages_received_;
+  uint64_t messages_forwarded_;
+  uint64_t inbox_drains_;
   uint64_t slabs_;          // slabs currently owned
   uint32_t id_;             // dense id, recycled with the allocator
   Allocator* next_all_;     // every allocator ever made, for statistics
@@ -73,15 +84,28 @@ class Allocator {
   // Allocation from an allocator borrowed by a thread past its exit hook.
   void* alloc_borrowed(unsigned sc);
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
-  void drain_remote();
-  // Called by another thread: sends `p` home to the slab's owner.
-  static void free_remote(ChunkMeta* m, void* p);
+  // Frees `p`, an object of slab `m` that another allocator owns: files it
+  // in the outbox, posting the outbox when it is full.
+  void free_remote(ChunkMeta* m, void* p);
+  // For a thread without an allocator (past its exit hook): posts `p` to
+  // its owner's inbox alone.
+  static void send_alone(ChunkMeta* m, void* p);
+  // Posts every outbox bucket (forwarding rounds included).
+  void flush_outbox();
+  // Takes messages from the inbox: at most kInboxBudget, or all of them
+  // (until the inbox reads empty) when `all`.
+  void drain_inbox(bool all);
+  // Everything pending, in and out (thread exit, trim).
+  void settle();
 
   // Returns empty chunks beyond `keep` bytes to the backend; true if any.
   bool trim_chunk_cache(size_t keep);
 
  private:
   void* refill(unsigned sc);
+  // Files a message for the allocator `dest` under the bucket its id selects
+  // at `shift`.
+  void file_message(Allocator* dest, QueueNode* node, unsigned shift);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
   void take(ChunkMeta* m, unsigned sc);
   ROOST_INLINE void* pop_fast(unsigned sc) {

@@ -14,7 +14,7 @@
 
 namespace roost::pool {
 
-Allocator g_unbound;
+constinit Allocator g_unbound{};
 __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) = &g_unbound;
 
 namespace {
@@ -62,7 +62,7 @@ void on_thread_exit(void* arg) {
   auto* a = static_cast<Allocator*>(arg);
   t_alloc = &g_unbound;
   t_exited = true;
-  a->drain_remote();
+  a->settle();
   release(a);
 }
 
@@ -83,16 +83,18 @@ void postfork(bool child) {
 void postfork_parent() { postfork(false); }
 void postfork_child() { postfork(true); }
 
+}  // namespace
+
 Allocator* bind() {
-  if (!global_init()) return nullptr;
+  if (t_exited || !global_init()) return nullptr;
   Allocator* a = acquire();
   if (a == nullptr) return nullptr;
+  a->outbox_limit_ = options::get(options::kOutboxBytes);
+  a->remote_frees_to_check_ = config::kRemoteFreesPerInboxCheck;
   t_alloc = a;
   os::arm_thread_exit_hook(a);
   return a;
 }
-
-}  // namespace
 
 bool global_init() {
   if (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE)) return true;
@@ -142,15 +144,24 @@ uint64_t allocators_created() {
 bool trim_all() {
   bool released = false;
   Allocator* self = t_alloc;
-  if (self != &g_unbound) {
-    self->drain_remote();
-    released |= self->trim_chunk_cache(0);
-  }
   LockGuard guard(g_lock);
-  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) {
-    a->drain_remote();
-    released |= a->trim_chunk_cache(0);
+  // Settling one allocator can forward messages to another already settled:
+  // repeat until a whole pass moves nothing (every pass delivers at least
+  // one hop of every message, and a message needs at most 32 / kBucketBits).
+  for (unsigned pass = 0; pass < 64; pass++) {
+    uint64_t moved = 0;
+    auto settle = [&](Allocator* a) {
+      uint64_t before = a->messages_received_ + a->messages_sent_;
+      a->settle();
+      moved += a->messages_received_ + a->messages_sent_ - before;
+    };
+    if (self != &g_unbound) settle(self);
+    for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) settle(a);
+    if (moved == 0) break;
   }
+  if (self != &g_unbound) released |= self->trim_chunk_cache(0);
+  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_)
+    released |= a->trim_chunk_cache(0);
   return released;
 }
 

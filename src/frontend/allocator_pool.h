@@ -22,6 +22,10 @@ ROOST_INLINE Allocator* current() { return t_alloc; }
 // Process-wide start-up (pagemap, options, hooks); true when ready.
 bool global_init();
 
+// Binds an allocator to the calling thread (t_alloc); nullptr in a thread
+// past its exit hook or when memory runs out.
+Allocator* bind();
+
 // Allocation for a thread whose t_alloc is g_unbound: binds an allocator
 // (or, in a thread past its exit hook, borrows one for this call).
 void* alloc_unbound(unsigned sc);

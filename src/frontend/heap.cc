@@ -12,6 +12,8 @@ namespace {
 
 // Frees by threads past their exit hook, which have no allocator to count in.
 uint64_t g_unbound_frees[sizeclass::kCount];
+// Of those, objects posted alone to their owners (a message and a batch each).
+uint64_t g_unbound_sends;
 
 [[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {
   err::fatal(where, fault, p);
@@ -25,6 +27,8 @@ void count_free(Allocator* a, unsigned sc) {
 }
 
 }  // namespace
+
+uint64_t unbound_sends() { return __atomic_load_n(&g_unbound_sends, __ATOMIC_RELAXED); }
 
 uint64_t unbound_frees(unsigned sc) {
   return __atomic_load_n(&g_unbound_frees[sc], __ATOMIC_RELAXED);
@@ -53,11 +57,21 @@ void dealloc_slow(void* p, const char* where) {
     case ChunkKind::kSlab: {
       if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
       Allocator* a = pool::current();
+      // A thread's first free binds its allocator, so a thread that only
+      // frees (a consumer) batches its frees like any other.
+      if (a == &pool::g_unbound) a = pool::bind();
+      if (a == nullptr) {
+        // Past the thread's exit hook: count here and post the object alone.
+        count_free(&pool::g_unbound, m->sizeclass);
+        __atomic_fetch_add(&g_unbound_sends, 1, __ATOMIC_RELAXED);
+        Allocator::send_alone(m, p);
+        return;
+      }
       count_free(a, m->sizeclass);
       if (m->owner == a)
         a->return_to_slab(m, p);
       else
-        Allocator::free_remote(m, p);
+        a->free_remote(m, p);
       return;
     }
     case ChunkKind::kLarge:

@@ -45,4 +45,9 @@ void* resize(void* p, size_t size);
 // Returns cached memory to the OS; true if any was released.
 bool trim();
 
+// Statistics of frees by threads past their exit hook: per class, and how
+// many were posted alone to their owners.
+uint64_t unbound_frees(unsigned sc);
+uint64_t unbound_sends();
+
 }  // namespace roost::heap
