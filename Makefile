@@ -1,13 +1,13 @@
 # The README's two commands: `make bench` and `make test`.
-# Build trees live under build/: debug, release, asan (non-overriding parts
-# under AddressSanitizer).
+# Build trees live under build/: debug, release, asan and tsan (the
+# non-overriding parts under AddressSanitizer / ThreadSanitizer).
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan test test-debug test-release test-asan bench clean format
+.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench clean format
 
 all: release
 
@@ -19,14 +19,15 @@ build/%/.configured:
 CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=ON
 CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_BENCH=ON
 CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=address
+CMAKE_ARGS_tsan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=thread
 
-release debug asan: %: build/%/.configured
+release debug asan tsan: %: build/%/.configured
 	$(CMAKE) --build build/$* -j $(JOBS)
 
-test-release test-debug test-asan: test-%: %
+test-release test-debug test-asan test-tsan: test-%: %
 	ctest --test-dir build/$* $(CTEST_FLAGS)
 
-test: test-debug test-release test-asan
+test: test-debug test-release test-asan test-tsan
 
 bench: release
 	bash bench/run

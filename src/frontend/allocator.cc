@@ -99,6 +99,13 @@ void Allocator::carve(ChunkMeta* m, unsigned sc) {
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
+  update_slab_state(m);
+  // A local free lands here once per `wake` frees into a slab, so a thread
+  // that only frees its own objects still visits its inbox now and then.
+  if (!draining_ && inbox_.maybe_nonempty()) drain_inbox(false);
+}
+
+void Allocator::update_slab_state(ChunkMeta* m) {
   unsigned sc = m->sizeclass;
   // The active slab is never on the available list: refill looks at it
   // first.  Every other awake slab is.
@@ -239,6 +246,7 @@ void Allocator::flush_outbox() {
 void Allocator::drain_inbox(bool all) {
   uint64_t received = 0;
   uint64_t forwarded = 0;
+  draining_ = true;  // return_to_slab must not come back here
   for (;;) {
     if (!all && received == config::kInboxBudget) break;
     QueueNode* node = inbox_.dequeue();
@@ -255,6 +263,7 @@ void Allocator::drain_inbox(bool all) {
       forwarded++;
     }
   }
+  draining_ = false;
   if (received == 0) return;
   inbox_drains_++;
   messages_received_ += received;

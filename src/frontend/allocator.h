@@ -41,6 +41,7 @@ class Allocator {
   Outbox outbox_;
   size_t outbox_limit_;             // ROOST_OUTBOX_BYTES, cached at bind
   uint32_t remote_frees_to_check_;  // remote frees until the next inbox visit
+  bool draining_;                   // inside drain_inbox
   uint64_t remote_frees_;
   uint64_t messages_sent_;
   uint64_t batches_sent_;
@@ -108,6 +109,7 @@ class Allocator {
   void file_message(Allocator* dest, QueueNode* node, unsigned shift);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
   void take(ChunkMeta* m, unsigned sc);
+  void update_slab_state(ChunkMeta* m);
   ROOST_INLINE void* pop_fast(unsigned sc) {
     FreeObject* p = fast_[sc];
     fast_[sc] = p->next;
