@@ -21,6 +21,11 @@ void* roost_realloc(void* ptr, size_t size);
 void* roost_aligned_alloc(size_t alignment, size_t size);
 size_t roost_usable_size(const void* ptr);
 
+/* malloc_trim(0) by another name: delivers the frees still in flight to
+ * allocators of exited threads, and returns cached memory to the OS.
+ * Returns 1 if memory was released, else 0. */
+int roost_trim(void);
+
 /* Process-wide counters, summed over every allocator roost has created.
  * Counters of other threads are read without stopping them, so a snapshot
  * taken while threads allocate is approximate; it is exact once they rest. */
