@@ -1,0 +1,344 @@
+// bench/symmetric.c — symmetric swap malloc benchmark (every thread allocates
+// and frees the same amount; all frees are of another thread's objects).
+//
+// The "Symmetric Workload" micro-benchmark of the snmalloc paper's §3.1,
+// written here from that description: each of T threads repeatedly allocates
+// an object, swaps it with another thread, and frees the object it received.
+// Here objects travel in batches of B (one exchange per batch instead of one per
+// object, so the benchmark measures the allocator rather than the hand-off).
+//
+// Per round r (R rounds in all), threads are paired by the round-robin
+// tournament schedule (circle method), so over T - 1 rounds (T even) every
+// thread swaps with every other; with T odd one thread sits out each round.
+// Thread i allocates B objects, writes a tag into each, publishes the batch in
+// its own exchange slot (waiting until its previous batch has been taken),
+// waits until its partner's slot holds the batch addressed to it for round r,
+// copies the pointers out, empties the slot, then checks and frees the objects.
+// Waiting spins with sched_yield().
+//
+// Every object is freed by a thread other than its allocator, but each thread
+// allocates as much of each size as it frees: a thread-caching allocator can
+// reuse what it frees locally; a message-passing allocator sends every object
+// home.
+//
+// Verification: each object carries a tag (a hash of allocating thread, round
+// and index) at offset 0, its size at offset 8 and the tag again in its last 8
+// bytes (objects of at least 24 bytes). The receiver recomputes the tag and
+// checks all three; objects received must equal objects allocated and the sum of
+// received tags must equal the sum of sent tags. Any mismatch: diagnostic, exit
+// 1.
+//
+// Output (stdout, one line of key=value pairs): parameters, seconds (from the
+// start barrier to the last thread's finish), ops_per_sec (objects allocated,
+// swapped and freed per second, all threads together: each op is one malloc
+// plus one free), the shared object that provides malloc, and verify=ok. The
+// allocator under test is swapped with LD_PRELOAD.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { kTableSize = 4096, kMaxThreads = 1024 };
+
+// The exchange slot of a thread is one word: 0 when empty, else
+// Offer(round, to): the thread's `out` buffer holds its batch for `to` in that
+// round. Only the addressee empties it, after copying the pointers out; only
+// the owner refills `out`, after seeing the slot empty.
+static uint64_t Offer(uint64_t round, unsigned to) { return ((round + 1) << 10) | to; }
+
+typedef struct Thread {
+  _Alignas(64) _Atomic uint64_t slot;  // exchange slot: 0 or Offer(round, to); polled
+                                       // by the partner, so alone on its cache line
+  _Alignas(64) void** out;             // the batch it offers (reused after each take)
+  void** in;                           // pointers copied out of the partner's batch
+  uint64_t sent_sum, recv_sum, received, bad;
+  pthread_t tid;
+} Thread;
+
+static struct {
+  unsigned threads;
+  uint64_t rounds;
+  size_t min_size, max_size, batch;
+  size_t sizes[kTableSize];
+  Thread* t;
+  pthread_barrier_t start;
+} g;
+
+static uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static uint64_t Tag(uint32_t from, uint64_t round, uint64_t i) {
+  return Mix(((uint64_t)from << 48) ^ (round << 20) ^ i ^ 0x73796d6d6574ULL) | 1;
+}
+
+static void BuildTable(void) {
+  uint64_t state = 0x726f6f7374ULL;
+  uint64_t span = (uint64_t)(g.max_size - g.min_size) + 1;
+  for (size_t i = 0; i < kTableSize; i++) {
+    state += 0x9e3779b97f4a7c15ULL;
+    g.sizes[i] = g.min_size == g.max_size ? g.min_size : g.min_size + (size_t)(Mix(state) % span);
+  }
+}
+
+// Round-robin tournament (circle method) over n = T rounded up to even
+// players: player n-1 stays put, players 0..n-2 rotate. In round r, with
+// m = n - 1 and k = r mod m, player k meets player n-1 and every other player
+// i meets (2k - i) mod m (m is odd, so that is never i itself). Returns the
+// partner of `me`, or -1 when `me` sits out (its partner is the phantom player
+// T, which exists only when T is odd).
+static int Partner(unsigned me, uint64_t r) {
+  unsigned n = g.threads + (g.threads & 1);
+  unsigned m = n - 1;
+  unsigned k = (unsigned)(r % m);
+  unsigned partner;
+  if (me == n - 1) {
+    partner = k;
+  } else if (me == k) {
+    partner = n - 1;
+  } else {
+    partner = (2 * k + m - me) % m;
+  }
+  return partner >= g.threads ? -1 : (int)partner;
+}
+
+static void Wait(unsigned* spins) {
+  if (++*spins < 32) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    sched_yield();
+  }
+}
+
+static void* Worker(void* arg) {
+  Thread* self = arg;
+  unsigned me = (unsigned)(self - g.t);
+  size_t idx = (size_t)me * 997;
+  pthread_barrier_wait(&g.start);
+  for (uint64_t r = 0; r < g.rounds; r++) {
+    int partner = Partner(me, r);
+    if (partner < 0) continue;  // odd T: sitting out this round
+    // Our previous batch must have been taken before the buffer is refilled.
+    unsigned spins = 0;
+    while (atomic_load_explicit(&self->slot, memory_order_acquire) != 0) Wait(&spins);
+    void** out = self->out;
+    for (size_t i = 0; i < g.batch; i++) {
+      size_t size = g.sizes[idx++ & (kTableSize - 1)];
+      unsigned char* p = malloc(size);
+      if (p == NULL) {
+        fprintf(stderr, "symmetric: malloc(%zu) failed\n", size);
+        exit(1);
+      }
+      uint64_t tag = Tag(me, r, i), sz = size;
+      memcpy(p, &tag, 8);
+      memcpy(p + 8, &sz, 8);
+      if (size >= 24) memcpy(p + size - 8, &tag, 8);
+      self->sent_sum += tag;
+      out[i] = p;
+    }
+    atomic_store_explicit(&self->slot, Offer(r, (unsigned)partner), memory_order_release);
+
+    // Take the partner's batch for this round (its slot may still hold the
+    // batch of its previous round, addressed to someone else).
+    Thread* other = &g.t[partner];
+    spins = 0;
+    while (atomic_load_explicit(&other->slot, memory_order_acquire) != Offer(r, me)) Wait(&spins);
+    memcpy(self->in, other->out, g.batch * sizeof(void*));
+    atomic_store_explicit(&other->slot, 0, memory_order_release);
+
+    for (size_t i = 0; i < g.batch; i++) {
+      unsigned char* p = self->in[i];
+      uint64_t want = Tag((uint32_t)partner, r, i), tag, sz, tail;
+      memcpy(&tag, p, 8);
+      memcpy(&sz, p + 8, 8);
+      if (sz < g.min_size || sz > g.max_size) {
+        if (++self->bad <= 3) {
+          fprintf(stderr, "symmetric: object %p (thread %d round %llu #%zu): size word %llu\n", p,
+                  partner, (unsigned long long)r, i, (unsigned long long)sz);
+        }
+        continue;  // leak it: its size cannot be trusted
+      }
+      tail = want;
+      if (sz >= 24) memcpy(&tail, p + sz - 8, 8);
+      if (tag != want || tail != want) {
+        if (++self->bad <= 3) {
+          fprintf(
+              stderr,
+              "symmetric: object %p (thread %d round %llu #%zu): tag %llx tail %llx, want %llx\n",
+              p, partner, (unsigned long long)r, i, (unsigned long long)tag,
+              (unsigned long long)tail, (unsigned long long)want);
+        }
+      }
+      self->recv_sum += tag;
+      self->received++;
+      free(p);
+    }
+  }
+  return NULL;
+}
+
+// Peak resident set of this process's address space (VmHWM), in KiB, or -1.
+// Unlike getrusage's ru_maxrss it is not inherited across execve from the
+// process that started us (a runner's fork child carries the runner's RSS).
+static long PeakRssKib(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "VmHWM:", 6) == 0) {
+      kib = strtol(line + 6, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return kib;
+}
+
+static double Now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int ParseU64(const char* s, uint64_t* out) {
+  char* end = NULL;
+  if (s == NULL || s[0] < '0' || s[0] > '9') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return -1;
+  if (*end == 'k' || *end == 'K') {
+    v *= 1000;
+    end++;
+  } else if (*end == 'm' || *end == 'M') {
+    v *= 1000000;
+    end++;
+  }
+  if (*end != '\0') return -1;
+  *out = v;
+  return 0;
+}
+
+static int Usage(const char* argv0) {
+  fprintf(stderr,
+          "usage: %s [-t THREADS] [-r ROUNDS] [-b BATCH] [-s MIN] [-S MAX]\n"
+          "defaults: -t 4 -r 4000 -b 256 -s 16 -S 2048 (k/m suffixes: x1000)\n",
+          argv0);
+  return 2;
+}
+
+int main(int argc, char** argv) {
+  uint64_t t = 4, rounds = 4000, batch = 256, lo = 16, hi = 2048;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    uint64_t* dst = NULL;
+    if (strcmp(a, "-t") == 0)
+      dst = &t;
+    else if (strcmp(a, "-r") == 0)
+      dst = &rounds;
+    else if (strcmp(a, "-b") == 0)
+      dst = &batch;
+    else if (strcmp(a, "-s") == 0)
+      dst = &lo;
+    else if (strcmp(a, "-S") == 0)
+      dst = &hi;
+    if (dst == NULL || i + 1 >= argc || ParseU64(argv[i + 1], dst) != 0) return Usage(argv[0]);
+    i++;
+  }
+  if (t < 2 || t > kMaxThreads || rounds < 1 || batch < 1 || batch > (1u << 24) || lo < 16 ||
+      hi < lo || hi > (1u << 30) || rounds > (1ull << 28) || batch > (1u << 20)) {
+    fprintf(stderr,
+            "symmetric: need 2 <= t <= %d, rounds >= 1, 1 <= batch <= 2^20, "
+            "16 <= min <= max\n",
+            kMaxThreads);
+    return Usage(argv[0]);
+  }
+  g.threads = (unsigned)t;
+  g.rounds = rounds;
+  g.batch = (size_t)batch;
+  g.min_size = (size_t)lo;
+  g.max_size = (size_t)hi;
+  BuildTable();
+
+  g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
+  if (g.t == NULL) {
+    fprintf(stderr, "symmetric: out of memory setting up\n");
+    return 1;
+  }
+  memset(g.t, 0, sizeof(Thread) * g.threads);
+  for (unsigned i = 0; i < g.threads; i++) {
+    atomic_init(&g.t[i].slot, 0);
+    g.t[i].out = malloc(g.batch * sizeof(void*));
+    g.t[i].in = malloc(g.batch * sizeof(void*));
+    if (g.t[i].out == NULL || g.t[i].in == NULL) {
+      fprintf(stderr, "symmetric: out of memory setting up\n");
+      return 1;
+    }
+  }
+  pthread_barrier_init(&g.start, NULL, g.threads + 1);
+  for (unsigned i = 0; i < g.threads; i++) {
+    if (pthread_create(&g.t[i].tid, NULL, Worker, &g.t[i]) != 0) {
+      fprintf(stderr, "symmetric: pthread_create failed\n");
+      return 1;
+    }
+  }
+  pthread_barrier_wait(&g.start);
+  double t0 = Now();
+  for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
+  double secs = Now() - t0;
+
+  // Verification. Expected objects: every thread takes part in every round when
+  // T is even; with T odd, each round has (T - 1) / 2 pairs.
+  uint64_t pairs_per_round = g.threads / 2;
+  uint64_t expected = g.rounds * pairs_per_round * 2 * g.batch;
+  uint64_t sent = 0, recv = 0, received = 0, bad = 0;
+  for (unsigned i = 0; i < g.threads; i++) {
+    sent += g.t[i].sent_sum;
+    recv += g.t[i].recv_sum;
+    received += g.t[i].received;
+    bad += g.t[i].bad;
+  }
+  int ok = 1;
+  if (received != expected) {
+    fprintf(stderr, "symmetric: %llu objects received, %llu expected\n",
+            (unsigned long long)received, (unsigned long long)expected);
+    ok = 0;
+  }
+  if (bad != 0) {
+    fprintf(stderr, "symmetric: %llu objects with a wrong tag or size\n", (unsigned long long)bad);
+    ok = 0;
+  }
+  if (sent != recv) {
+    fprintf(stderr, "symmetric: checksum mismatch: sent %llx, received %llx\n",
+            (unsigned long long)sent, (unsigned long long)recv);
+    ok = 0;
+  }
+
+  const char* provider = "unknown";
+  Dl_info info;
+  void* sym = dlsym(RTLD_DEFAULT, "malloc");
+  if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) provider = info.dli_fname;
+  for (unsigned i = 0; i < g.threads; i++) {
+    free(g.t[i].out);
+    free(g.t[i].in);
+  }
+  free(g.t);
+  printf(
+      "bench=symmetric threads=%u rounds=%llu batch=%zu min=%zu max=%zu objects=%llu "
+      "seconds=%.6f ops_per_sec=%.0f vmhwm_kib=%ld malloc_from=%s checksum=%016llx verify=%s\n",
+      g.threads, (unsigned long long)g.rounds, g.batch, g.min_size, g.max_size,
+      (unsigned long long)expected, secs, (double)expected / secs, PeakRssKib(), provider,
+      (unsigned long long)recv, ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
