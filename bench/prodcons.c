@@ -39,17 +39,12 @@
 // number of full batches waiting, the shared object that provides malloc, and
 // verify=ok. The allocator under test is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-enum { kTableSize = 4096, kSpinYields = 64 };
+#include "bench_common.h"
+
+enum { kSpinYields = 64 };
 
 typedef struct Batch {
   uint32_t producer;
@@ -68,7 +63,7 @@ static struct {
   uint64_t per_producer;
   size_t min_size, max_size, batch;
   size_t pool;
-  size_t sizes[kTableSize];
+  size_t sizes[kBenchSizeTable];
 
   pthread_mutex_t lock;
   pthread_cond_t have_empty, have_full;
@@ -87,23 +82,8 @@ typedef struct ConsumerResult {
   uint64_t per_producer[256];
 } ConsumerResult;
 
-static uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 static uint64_t Tag(uint32_t producer, uint64_t seq) {
-  return Mix(((uint64_t)producer << 48) ^ seq ^ 0x70726f64636f6e73ULL) | 1;
-}
-
-static void BuildTable(void) {
-  uint64_t state = 0x726f6f7374ULL;
-  uint64_t span = (uint64_t)(g.max_size - g.min_size) + 1;
-  for (size_t i = 0; i < kTableSize; i++) {
-    state += 0x9e3779b97f4a7c15ULL;
-    g.sizes[i] = g.min_size == g.max_size ? g.min_size : g.min_size + (size_t)(Mix(state) % span);
-  }
+  return BenchMix(((uint64_t)producer << 48) ^ seq ^ 0x70726f64636f6e73ULL) | 1;
 }
 
 static void QueuePush(Queue* q, Batch* b) {
@@ -159,7 +139,7 @@ static void* Producer(void* arg) {
     b->first_seq = seq;
     b->count = (uint32_t)n;
     for (uint64_t i = 0; i < n; i++, seq++) {
-      size_t size = g.sizes[idx++ & (kTableSize - 1)];
+      size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
       unsigned char* p = malloc(size);
       if (p == NULL) {
         fprintf(stderr, "prodcons: malloc(%zu) failed\n", size);
@@ -227,48 +207,6 @@ static void* Consumer(void* arg) {
   return NULL;
 }
 
-// Peak resident set of this process's address space (VmHWM), in KiB, or -1.
-// Unlike getrusage's ru_maxrss it is not inherited across execve from the
-// process that started us (a runner's fork child carries the runner's RSS).
-static long PeakRssKib(void) {
-  FILE* f = fopen("/proc/self/status", "r");
-  if (f == NULL) return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "VmHWM:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return kib;
-}
-
-static double Now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int ParseU64(const char* s, uint64_t* out) {
-  char* end = NULL;
-  if (s == NULL || s[0] < '0' || s[0] > '9') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0) return -1;
-  if (*end == 'k' || *end == 'K') {
-    v *= 1000;
-    end++;
-  } else if (*end == 'm' || *end == 'M') {
-    v *= 1000000;
-    end++;
-  }
-  if (*end != '\0') return -1;
-  *out = v;
-  return 0;
-}
-
 static int Usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [-p PRODUCERS] [-c CONSUMERS] [-n OBJECTS_PER_PRODUCER] [-s MIN] [-S MAX]\n"
@@ -280,26 +218,9 @@ static int Usage(const char* argv0) {
 
 int main(int argc, char** argv) {
   uint64_t p = 1, c = 1, n = 2000000, lo = 16, hi = 2048, batch = 256, pool = 16;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    uint64_t* dst = NULL;
-    if (strcmp(a, "-p") == 0)
-      dst = &p;
-    else if (strcmp(a, "-c") == 0)
-      dst = &c;
-    else if (strcmp(a, "-n") == 0)
-      dst = &n;
-    else if (strcmp(a, "-s") == 0)
-      dst = &lo;
-    else if (strcmp(a, "-S") == 0)
-      dst = &hi;
-    else if (strcmp(a, "-b") == 0)
-      dst = &batch;
-    else if (strcmp(a, "-q") == 0)
-      dst = &pool;
-    if (dst == NULL || i + 1 >= argc || ParseU64(argv[i + 1], dst) != 0) return Usage(argv[0]);
-    i++;
-  }
+  const BenchOption opts[] = {{"-p", &p},     {"-c", &c},  {"-n", &n},   {"-s", &lo},
+                              {"-S", &hi},    {"-b", &batch}, {"-q", &pool}};
+  if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (p < 1 || p > 256 || c < 1 || c > 1024 || n < 1 || lo < 16 || hi < lo || hi > (1u << 30) ||
       batch < 1 || batch > (1u << 24) || pool < 1 || pool > (1u << 20)) {
     fprintf(stderr,
@@ -315,7 +236,7 @@ int main(int argc, char** argv) {
   g.batch = (size_t)batch;
   // Every producer needs a buffer to fill, so the pool is at least P + 1.
   g.pool = (size_t)pool < g.producers + 1 ? g.producers + 1 : (size_t)pool;
-  BuildTable();
+  BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
 
   pthread_mutex_init(&g.lock, NULL);
   pthread_cond_init(&g.have_empty, NULL);
@@ -352,9 +273,9 @@ int main(int argc, char** argv) {
     }
   }
   pthread_barrier_wait(&g.start);
-  double t0 = Now();
+  double t0 = BenchNow();
   for (unsigned i = 0; i < g.producers + g.consumers; i++) pthread_join(threads[i], NULL);
-  double secs = Now() - t0;
+  double secs = BenchNow() - t0;
 
   // Verification.
   int ok = 1;
@@ -383,18 +304,14 @@ int main(int argc, char** argv) {
     ok = 0;
   }
 
-  const char* provider = "unknown";
-  Dl_info info;
-  void* sym = dlsym(RTLD_DEFAULT, "malloc");
-  if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) provider = info.dli_fname;
   uint64_t total = (uint64_t)g.producers * n;
   for (size_t i = 0; i < g.pool; i++) free(QueuePop(&g.empty));
   printf(
       "bench=prodcons producers=%u consumers=%u n=%llu min=%zu max=%zu batch=%zu q=%zu "
-      "objects=%llu seconds=%.6f objects_per_sec=%.0f peak_full_batches=%zu vmhwm_kib=%ld "
-      "malloc_from=%s checksum=%016llx verify=%s\n",
+      "objects=%llu seconds=%.6f objects_per_sec=%.0f peak_full_batches=%zu checksum=%016llx",
       g.producers, g.consumers, (unsigned long long)n, g.min_size, g.max_size, g.batch, g.pool,
-      (unsigned long long)total, secs, (double)total / secs, g.peak_full, PeakRssKib(), provider,
-      (unsigned long long)received, ok ? "ok" : "FAILED");
+      (unsigned long long)total, secs, (double)total / secs, g.peak_full,
+      (unsigned long long)received);
+  BenchReportTail(ok);
   return ok ? 0 : 1;
 }

@@ -34,18 +34,13 @@
 // plus one free), the shared object that provides malloc, and verify=ok. The
 // allocator under test is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-enum { kTableSize = 4096, kMaxThreads = 1024 };
+#include "bench_common.h"
+
+enum { kMaxThreads = 1024 };
 
 // The exchange slot of a thread is one word: 0 when empty, else
 // Offer(round, to): the thread's `out` buffer holds its batch for `to` in that
@@ -66,28 +61,13 @@ static struct {
   unsigned threads;
   uint64_t rounds;
   size_t min_size, max_size, batch;
-  size_t sizes[kTableSize];
+  size_t sizes[kBenchSizeTable];
   Thread* t;
   pthread_barrier_t start;
 } g;
 
-static uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 static uint64_t Tag(uint32_t from, uint64_t round, uint64_t i) {
-  return Mix(((uint64_t)from << 48) ^ (round << 20) ^ i ^ 0x73796d6d6574ULL) | 1;
-}
-
-static void BuildTable(void) {
-  uint64_t state = 0x726f6f7374ULL;
-  uint64_t span = (uint64_t)(g.max_size - g.min_size) + 1;
-  for (size_t i = 0; i < kTableSize; i++) {
-    state += 0x9e3779b97f4a7c15ULL;
-    g.sizes[i] = g.min_size == g.max_size ? g.min_size : g.min_size + (size_t)(Mix(state) % span);
-  }
+  return BenchMix(((uint64_t)from << 48) ^ (round << 20) ^ i ^ 0x73796d6d6574ULL) | 1;
 }
 
 // Round-robin tournament (circle method) over n = T rounded up to even
@@ -134,7 +114,7 @@ static void* Worker(void* arg) {
     while (atomic_load_explicit(&self->slot, memory_order_acquire) != 0) Wait(&spins);
     void** out = self->out;
     for (size_t i = 0; i < g.batch; i++) {
-      size_t size = g.sizes[idx++ & (kTableSize - 1)];
+      size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
       unsigned char* p = malloc(size);
       if (p == NULL) {
         fprintf(stderr, "symmetric: malloc(%zu) failed\n", size);
@@ -188,48 +168,6 @@ static void* Worker(void* arg) {
   return NULL;
 }
 
-// Peak resident set of this process's address space (VmHWM), in KiB, or -1.
-// Unlike getrusage's ru_maxrss it is not inherited across execve from the
-// process that started us (a runner's fork child carries the runner's RSS).
-static long PeakRssKib(void) {
-  FILE* f = fopen("/proc/self/status", "r");
-  if (f == NULL) return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "VmHWM:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return kib;
-}
-
-static double Now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int ParseU64(const char* s, uint64_t* out) {
-  char* end = NULL;
-  if (s == NULL || s[0] < '0' || s[0] > '9') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0) return -1;
-  if (*end == 'k' || *end == 'K') {
-    v *= 1000;
-    end++;
-  } else if (*end == 'm' || *end == 'M') {
-    v *= 1000000;
-    end++;
-  }
-  if (*end != '\0') return -1;
-  *out = v;
-  return 0;
-}
-
 static int Usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [-t THREADS] [-r ROUNDS] [-b BATCH] [-s MIN] [-S MAX]\n"
@@ -240,22 +178,8 @@ static int Usage(const char* argv0) {
 
 int main(int argc, char** argv) {
   uint64_t t = 4, rounds = 4000, batch = 256, lo = 16, hi = 2048;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    uint64_t* dst = NULL;
-    if (strcmp(a, "-t") == 0)
-      dst = &t;
-    else if (strcmp(a, "-r") == 0)
-      dst = &rounds;
-    else if (strcmp(a, "-b") == 0)
-      dst = &batch;
-    else if (strcmp(a, "-s") == 0)
-      dst = &lo;
-    else if (strcmp(a, "-S") == 0)
-      dst = &hi;
-    if (dst == NULL || i + 1 >= argc || ParseU64(argv[i + 1], dst) != 0) return Usage(argv[0]);
-    i++;
-  }
+  const BenchOption opts[] = {{"-t", &t}, {"-r", &rounds}, {"-b", &batch}, {"-s", &lo}, {"-S", &hi}};
+  if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 2 || t > kMaxThreads || rounds < 1 || batch < 1 || batch > (1u << 24) || lo < 16 ||
       hi < lo || hi > (1u << 30) || rounds > (1ull << 28) || batch > (1u << 20)) {
     fprintf(stderr,
@@ -269,7 +193,7 @@ int main(int argc, char** argv) {
   g.batch = (size_t)batch;
   g.min_size = (size_t)lo;
   g.max_size = (size_t)hi;
-  BuildTable();
+  BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
 
   g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
   if (g.t == NULL) {
@@ -294,9 +218,9 @@ int main(int argc, char** argv) {
     }
   }
   pthread_barrier_wait(&g.start);
-  double t0 = Now();
+  double t0 = BenchNow();
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  double secs = Now() - t0;
+  double secs = BenchNow() - t0;
 
   // Verification. Expected objects: every thread takes part in every round when
   // T is even; with T odd, each round has (T - 1) / 2 pairs.
@@ -325,10 +249,6 @@ int main(int argc, char** argv) {
     ok = 0;
   }
 
-  const char* provider = "unknown";
-  Dl_info info;
-  void* sym = dlsym(RTLD_DEFAULT, "malloc");
-  if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) provider = info.dli_fname;
   for (unsigned i = 0; i < g.threads; i++) {
     free(g.t[i].out);
     free(g.t[i].in);
@@ -336,9 +256,9 @@ int main(int argc, char** argv) {
   free(g.t);
   printf(
       "bench=symmetric threads=%u rounds=%llu batch=%zu min=%zu max=%zu objects=%llu "
-      "seconds=%.6f ops_per_sec=%.0f vmhwm_kib=%ld malloc_from=%s checksum=%016llx verify=%s\n",
+      "seconds=%.6f ops_per_sec=%.0f checksum=%016llx",
       g.threads, (unsigned long long)g.rounds, g.batch, g.min_size, g.max_size,
-      (unsigned long long)expected, secs, (double)expected / secs, PeakRssKib(), provider,
-      (unsigned long long)recv, ok ? "ok" : "FAILED");
+      (unsigned long long)expected, secs, (double)expected / secs, (unsigned long long)recv);
+  BenchReportTail(ok);
   return ok ? 0 : 1;
 }

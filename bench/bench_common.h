@@ -1,0 +1,142 @@
+// bench/bench_common.h — what every benchmark program shares: the size
+// table, hashing, the clock, peak RSS, option parsing and the report line's
+// common fields.
+//
+// Owns: helpers for the C benchmark programs under bench/ (header-only,
+// static functions).  Must never: link anything but libc (and libdl), or
+// allocate before the caller's clock starts unless the caller wants it to:
+// the allocator under test is whatever `malloc` resolves to (LD_PRELOAD).
+//
+// The report contract (bench/suite.py relies on it): each program prints ONE
+// line on stdout of space-separated key=value pairs, beginning with
+// `bench=<name>`, containing its parameters, `seconds=` (wall time of the
+// measured part), its figure (e.g. `ops_per_sec=`), and ending with the
+// fields BenchReportTail() writes: `vmhwm_kib=`, `malloc_from=` and
+// `verify=ok|FAILED`.  It exits 0 only when its own verification passed.
+#ifndef ROOST_BENCH_COMMON_H
+#define ROOST_BENCH_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// splitmix64's finaliser: a good 64-bit mix for tags and random streams.
+static inline uint64_t BenchMix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A small per-thread random stream (splitmix64).
+typedef struct BenchRng {
+  uint64_t state;
+} BenchRng;
+
+static inline uint64_t BenchNext(BenchRng* r) {
+  r->state += 0x9e3779b97f4a7c15ULL;
+  return BenchMix(r->state);
+}
+
+// Uniform in [0, n) (n >= 1); the modulo bias is irrelevant at these ranges.
+static inline uint64_t BenchBelow(BenchRng* r, uint64_t n) { return BenchNext(r) % n; }
+
+enum { kBenchSizeTable = 4096 };
+
+// Fills table[0..kBenchSizeTable) with sizes uniform in [lo, hi] from a fixed
+// seed (all equal to lo when lo == hi), so every allocator sees the same
+// sequence.  Built before the clock starts.
+static inline void BenchBuildSizeTable(size_t* table, size_t lo, size_t hi) {
+  uint64_t state = 0x726f6f7374ULL;
+  uint64_t span = (uint64_t)(hi - lo) + 1;
+  for (size_t i = 0; i < kBenchSizeTable; i++) {
+    state += 0x9e3779b97f4a7c15ULL;
+    table[i] = lo == hi ? lo : lo + (size_t)(BenchMix(state) % span);
+  }
+}
+
+// Monotonic seconds.
+static inline double BenchNow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// Peak resident set of this process's address space (VmHWM), in KiB, or -1.
+// Unlike getrusage's ru_maxrss it is not inherited across execve from the
+// process that started us (a runner's fork child carries the runner's RSS).
+static inline long BenchPeakRssKib(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "VmHWM:", 6) == 0) {
+      kib = strtol(line + 6, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return kib;
+}
+
+// The shared object that provides `malloc` in this process.
+static inline const char* BenchMallocFrom(void) {
+  Dl_info info;
+  void* sym = dlsym(RTLD_DEFAULT, "malloc");
+  if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) return info.dli_fname;
+  return "unknown";
+}
+
+// Parses an unsigned decimal with an optional k/m suffix (x1000, x1000000).
+static inline int BenchParseU64(const char* s, uint64_t* out) {
+  char* end = NULL;
+  if (s == NULL || s[0] < '0' || s[0] > '9') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return -1;
+  if (*end == 'k' || *end == 'K') {
+    v *= 1000;
+    end++;
+  } else if (*end == 'm' || *end == 'M') {
+    v *= 1000000;
+    end++;
+  }
+  if (*end != '\0') return -1;
+  *out = v;
+  return 0;
+}
+
+// One numeric option: `-x VALUE` stores VALUE in *dst.
+typedef struct BenchOption {
+  const char* flag;
+  uint64_t* dst;
+} BenchOption;
+
+// Parses argv against `opts` (n entries).  Returns 0, or -1 on an unknown
+// flag, a missing value or a malformed number (the caller prints its usage).
+static inline int BenchParseOptions(int argc, char** argv, const BenchOption* opts, size_t n) {
+  for (int i = 1; i < argc; i++) {
+    uint64_t* dst = NULL;
+    for (size_t k = 0; k < n && dst == NULL; k++)
+      if (strcmp(argv[i], opts[k].flag) == 0) dst = opts[k].dst;
+    if (dst == NULL || i + 1 >= argc || BenchParseU64(argv[i + 1], dst) != 0) return -1;
+    i++;
+  }
+  return 0;
+}
+
+// Writes the report line's common tail and its newline.
+static inline void BenchReportTail(int ok) {
+  printf(" vmhwm_kib=%ld malloc_from=%s verify=%s\n", BenchPeakRssKib(), BenchMallocFrom(),
+         ok ? "ok" : "FAILED");
+  fflush(stdout);
+}
+
+#endif  // ROOST_BENCH_COMMON_H
