@@ -1,4 +1,5 @@
-# The README's two commands: `make bench` and `make test`.
+# The README's two commands: `make bench` and `make test` (`make bench-full`:
+# the long benchmark run that regenerates docs/BENCHMARKS.md).
 # Build trees live under build/: debug, release, asan and tsan (the
 # non-overriding parts under AddressSanitizer / ThreadSanitizer).
 
@@ -7,7 +8,7 @@ CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench clean format
+.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full clean format
 
 all: release
 
@@ -31,6 +32,9 @@ test: test-debug test-release test-asan test-tsan
 
 bench: release
 	bash bench/run
+
+bench-full: release
+	bash bench/run --full
 
 clean:
 	rm -rf build
