@@ -1,5 +1,6 @@
 // bench/bench_common.h — what every benchmark program shares: the size
-// table, hashing, the clock, peak RSS, option parsing and the report line's
+// table, hashing, the clocks (BenchNow, and BenchClock: the workers' own clock
+// of a multithreaded run), peak RSS, option parsing and the report line's
 // common fields.
 //
 // Owns: helpers for the C benchmark programs under bench/ (header-only,
@@ -10,9 +11,10 @@
 // The report contract (bench/suite.py relies on it): each program prints ONE
 // line on stdout of space-separated key=value pairs, beginning with
 // `bench=<name>`, containing its parameters, `seconds=` (wall time of the
-// measured part), its figure (e.g. `ops_per_sec=`), and ending with the
-// fields BenchReportTail() writes: `vmhwm_kib=`, `malloc_from=` and
-// `verify=ok|FAILED`.  It exits 0 only when its own verification passed.
+// measured part: BenchClockSeconds() in a multithreaded program), its figure
+// (e.g. `ops_per_sec=`), and ending with the fields BenchReportTail() writes:
+// `vmhwm_kib=`, `malloc_from=` and `verify=ok|FAILED`.  It exits 0 only when
+// its own verification passed.
 #ifndef ROOST_BENCH_COMMON_H
 #define ROOST_BENCH_COMMON_H
 
@@ -21,6 +23,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +69,50 @@ static inline double BenchNow(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// Monotonic nanoseconds (never 0: the clock counts from boot).
+static inline uint64_t BenchNowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+// The measured interval of a multithreaded run, by the worker threads' own
+// clocks: from the first worker's start after the start barrier to the last
+// worker's finish. The main thread's clock will not do: with more threads than
+// cores it may run only long after the barrier has released the workers (or
+// after they have all finished). Every worker calls BenchClockStart() right
+// after the barrier and BenchClockStop() when its measured work is done; once
+// the workers are joined, BenchClockSeconds() is the interval. A BenchClock
+// in static storage (zero-initialised) is ready to use: 0 means "not yet".
+typedef struct BenchClock {
+  _Atomic uint64_t start_ns;  // earliest start, or 0
+  _Atomic uint64_t end_ns;    // latest finish, or 0
+} BenchClock;
+
+static inline void BenchClockStart(BenchClock* c) {
+  uint64_t now = BenchNowNs();
+  uint64_t cur = atomic_load_explicit(&c->start_ns, memory_order_relaxed);
+  while ((cur == 0 || now < cur) &&
+         !atomic_compare_exchange_weak_explicit(&c->start_ns, &cur, now, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+static inline void BenchClockStop(BenchClock* c) {
+  uint64_t now = BenchNowNs();
+  uint64_t cur = atomic_load_explicit(&c->end_ns, memory_order_relaxed);
+  while (now > cur && !atomic_compare_exchange_weak_explicit(
+                          &c->end_ns, &cur, now, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+// Seconds from the first start to the last stop (0 if none was recorded). Call
+// it after joining the workers (or another synchronisation with their stops).
+static inline double BenchClockSeconds(BenchClock* c) {
+  uint64_t start = atomic_load(&c->start_ns), end = atomic_load(&c->end_ns);
+  return start != 0 && end > start ? (double)(end - start) * 1e-9 : 0.0;
 }
 
 // Peak resident set of this process's address space (VmHWM), in KiB, or -1.

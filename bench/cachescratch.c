@@ -57,7 +57,6 @@ typedef struct Thread {
   _Alignas(64) unsigned id;
   unsigned char* initial;  // given by the main thread, freed first
   uint64_t freed, bad_bytes, reused;
-  double start, end;  // BenchNow() after the start barrier, at the finish
   pthread_t tid;
 } Thread;
 
@@ -67,6 +66,7 @@ static struct {
   size_t size;
   Thread* t;
   pthread_barrier_t start;
+  BenchClock clock;
 } g;
 
 static unsigned char InitialByte(unsigned thread, size_t b) {
@@ -80,7 +80,8 @@ static unsigned char InitialByte(unsigned thread, size_t b) {
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("align-loops=32")))
 #endif
-static uint64_t WriteAndCheck(unsigned char* p, size_t size, uint64_t w, unsigned base) {
+static uint64_t
+WriteAndCheck(unsigned char* p, size_t size, uint64_t w, unsigned base) {
   volatile unsigned char* v = p;
   for (uint64_t r = 0; r < w; r++) {
     unsigned char rb = (unsigned char)(base + r * 31);
@@ -97,7 +98,7 @@ static void* Worker(void* arg) {
   const size_t size = g.size;
   uint64_t freed = 0, bad = 0, reused = 0;
   pthread_barrier_wait(&g.start);
-  self->start = BenchNow();
+  BenchClockStart(&g.clock);
 
   uintptr_t initial = (uintptr_t)self->initial;
   for (size_t b = 0; b < size; b++) bad += self->initial[b] != InitialByte(self->id, b);
@@ -120,7 +121,7 @@ static void* Worker(void* arg) {
     free(p);
     freed++;
   }
-  self->end = BenchNow();
+  BenchClockStop(&g.clock);
   self->freed = freed;
   self->bad_bytes = bad;
   self->reused = reused;
@@ -181,15 +182,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  // Measured: from the first thread's start to the last one's finish, by the
-  // threads' own clocks (with more threads than cores, the main thread may run
-  // only long after the barrier has released the workers).
-  double t0 = g.t[0].start, t1 = g.t[0].end;
-  for (unsigned i = 1; i < g.threads; i++) {
-    if (g.t[i].start < t0) t0 = g.t[i].start;
-    if (g.t[i].end > t1) t1 = g.t[i].end;
-  }
-  double secs = t1 - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   int ok = 1;
   uint64_t bad = 0, reused = 0;

@@ -52,7 +52,6 @@ typedef struct Thread {
   _Alignas(64) unsigned id;
   uintptr_t first;  // address of its first object
   uint64_t freed, bad_bytes;
-  double start, end;  // BenchNow() after the start barrier, at the finish
   pthread_t tid;
 } Thread;
 
@@ -62,6 +61,7 @@ static struct {
   size_t size;
   Thread* t;
   pthread_barrier_t start;
+  BenchClock clock;
 } g;
 
 // Writes every byte of p[0..size) w times (round-major), then counts the bytes
@@ -71,7 +71,8 @@ static struct {
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("align-loops=32")))
 #endif
-static uint64_t WriteAndCheck(unsigned char* p, size_t size, uint64_t w, unsigned base) {
+static uint64_t
+WriteAndCheck(unsigned char* p, size_t size, uint64_t w, unsigned base) {
   volatile unsigned char* v = p;
   for (uint64_t r = 0; r < w; r++) {
     unsigned char rb = (unsigned char)(base + r * 31);
@@ -88,7 +89,7 @@ static void* Worker(void* arg) {
   const size_t size = g.size;
   uint64_t freed = 0, bad = 0;
   pthread_barrier_wait(&g.start);
-  self->start = BenchNow();
+  BenchClockStart(&g.clock);
   for (uint64_t it = 0; it < g.iters; it++) {
     unsigned char* p = malloc(size);
     if (p == NULL) {
@@ -105,7 +106,7 @@ static void* Worker(void* arg) {
     free(p);
     freed++;
   }
-  self->end = BenchNow();
+  BenchClockStop(&g.clock);
   self->freed = freed;
   self->bad_bytes = bad;
   return NULL;
@@ -150,15 +151,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  // Measured: from the first thread's start to the last one's finish, by the
-  // threads' own clocks (with more threads than cores, the main thread may run
-  // only long after the barrier has released the workers).
-  double t0 = g.t[0].start, t1 = g.t[0].end;
-  for (unsigned i = 1; i < g.threads; i++) {
-    if (g.t[i].start < t0) t0 = g.t[i].start;
-    if (g.t[i].end > t1) t1 = g.t[i].end;
-  }
-  double secs = t1 - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   int ok = 1;
   uint64_t bad = 0, shared = 0;

@@ -20,7 +20,8 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ under bench/
+from suitelib.common import REPO, log, rel  # noqa: E402  (bench/suitelib/common.py)
 
 # (label, mode arguments of bench_fastpath). Sizes in bytes.
 WORKLOADS = [
@@ -37,16 +38,6 @@ GLIBC = "glibc"
 ROOST = "roost"
 MIMALLOC = "mimalloc-2.0 (Debian)"
 COLUMNS = [ROOST, GLIBC, MIMALLOC]
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def rel(path):
-    """A path relative to the repository root when it lies inside it."""
-    p = os.path.abspath(path)
-    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
 
 
 def apt_install(package):

@@ -26,14 +26,15 @@
 //   -S MAX largest size in bytes (default 67108864 = 64 MiB)
 //   -k K   objects each thread keeps alive (default 4)
 //
-// Output (stdout, one line of key=value pairs): parameters, seconds (start
-// barrier to the last thread's end, final frees included), allocations,
-// bytes_allocated (sum of the sizes requested), pages_touched, ops_per_sec
-// (allocations per second, all threads together; each is one malloc and, by
-// the end, one free), then vmhwm_kib, malloc_from and verify. Peak RSS is the
-// figure to watch next to ops_per_sec: the live touched memory is about
-// T x K x 1 MiB, everything above it is the allocator's caching. The allocator
-// under test is swapped with LD_PRELOAD.
+// Output (stdout, one line of key=value pairs): parameters, seconds (from the
+// first thread's start after the start barrier to the last thread's end, by the
+// threads' own clocks; final frees included), allocations, bytes_allocated (sum
+// of the sizes requested), pages_touched, ops_per_sec (allocations per second,
+// all threads together; each is one malloc and, by the end, one free), then
+// vmhwm_kib, malloc_from and verify. Peak RSS is the figure to watch next to
+// ops_per_sec: the live touched memory is about T x K x 1 MiB, everything above
+// it is the allocator's caching. The allocator under test is swapped with
+// LD_PRELOAD.
 #define _GNU_SOURCE
 #include <pthread.h>
 
@@ -61,6 +62,7 @@ static struct {
   size_t sizes[kBenchSizeTable];
   Thread* t;
   pthread_barrier_t start;
+  BenchClock clock;
 } g;
 
 static inline uint64_t Load64(const unsigned char* p) {
@@ -113,6 +115,7 @@ static void* Run(void* arg) {
   Thread* th = arg;
   size_t idx = (size_t)th->id * 997;  // a different walk through the size table
   pthread_barrier_wait(&g.start);
+  BenchClockStart(&g.clock);
   for (uint64_t seq = 0; seq < g.per_thread; seq++) {
     Slot* s = &th->ring[seq % g.keep];
     if (s->p != NULL) Release(th, s);
@@ -132,6 +135,7 @@ static void* Run(void* arg) {
   }
   for (size_t k = 0; k < g.keep; k++)
     if (th->ring[k].p != NULL) Release(th, &th->ring[k]);
+  BenchClockStop(&g.clock);
   return NULL;
 }
 
@@ -180,9 +184,8 @@ int main(int argc, char** argv) {
     }
   }
   pthread_barrier_wait(&g.start);
-  double t0 = BenchNow();
   for (unsigned i = 0; i < g.threads; i++) pthread_join(tids[i], NULL);
-  double secs = BenchNow() - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   int ok = 1;
   uint64_t allocs = 0, bytes = 0, pages = 0;
@@ -194,8 +197,7 @@ int main(int argc, char** argv) {
     }
     if (th->allocs != n || th->frees != th->allocs) {
       fprintf(stderr, "large: thread %u: %llu allocations (want %llu), %llu frees\n", i,
-              (unsigned long long)th->allocs, (unsigned long long)n,
-              (unsigned long long)th->frees);
+              (unsigned long long)th->allocs, (unsigned long long)n, (unsigned long long)th->frees);
       ok = 0;
     }
     if (th->written_sum != th->checked_sum) {

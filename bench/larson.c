@@ -74,7 +74,6 @@ typedef struct Chain {
   BenchRng rng;
   uint64_t seq;  // allocations so far: the tag of the next one is Tag(id, seq)
   uint64_t allocs, frees, alloc_sum, free_sum, bad;
-  double start, end;  // BenchNow() after the start barrier; when the last generation is done
 } Chain;
 
 static struct {
@@ -85,6 +84,7 @@ static struct {
   Chain* c;
   pthread_attr_t detached;
   pthread_barrier_t start;
+  BenchClock clock;
   pthread_mutex_t lock;
   pthread_cond_t done_cv;
   unsigned done;
@@ -136,7 +136,7 @@ static void* Worker(void* arg) {
   if (c->generation == 0) {
     for (uint64_t i = 0; i < g.slots; i++) Allocate(c, &c->slots[i]);
     pthread_barrier_wait(&g.start);
-    c->start = BenchNow();
+    BenchClockStart(&g.clock);
   }
   for (uint64_t op = 0; op < g.ops; op++) {
     Slot* s = &c->slots[BenchBelow(&c->rng, g.slots)];
@@ -153,7 +153,7 @@ static void* Worker(void* arg) {
     return NULL;
   }
   for (uint64_t i = 0; i < g.slots; i++) Release(c, &c->slots[i]);
-  c->end = BenchNow();
+  BenchClockStop(&g.clock);
   pthread_mutex_lock(&g.lock);
   if (++g.done == g.chains) pthread_cond_signal(&g.done_cv);
   pthread_mutex_unlock(&g.lock);
@@ -176,8 +176,7 @@ int main(int argc, char** argv) {
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 1 || t > kMaxChains || gens < 1 || gens > (1u << 20) || n > (1ull << 40) || k < 1 ||
       k > (1u << 24) || lo < 8 || hi < lo || hi > (1u << 30)) {
-    fprintf(stderr,
-            "larson: need 1 <= t <= %d, 1 <= g <= 2^20, 1 <= k <= 2^24, 8 <= min <= max\n",
+    fprintf(stderr, "larson: need 1 <= t <= %d, 1 <= g <= 2^20, 1 <= k <= 2^24, 8 <= min <= max\n",
             kMaxChains);
     return Usage(argv[0]);
   }
@@ -220,15 +219,7 @@ int main(int argc, char** argv) {
   pthread_mutex_lock(&g.lock);
   while (g.done < g.chains) pthread_cond_wait(&g.done_cv, &g.lock);
   pthread_mutex_unlock(&g.lock);
-  // Measured: from the first chain's start to the last one's finish, by the
-  // threads' own clocks (with more threads than cores, the main thread may run
-  // only long after the barrier has released the workers).
-  double t0 = g.c[0].start, t1 = g.c[0].end;
-  for (unsigned i = 1; i < g.chains; i++) {
-    if (g.c[i].start < t0) t0 = g.c[i].start;
-    if (g.c[i].end > t1) t1 = g.c[i].end;
-  }
-  double secs = t1 - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   // Verification (the mutex above orders every chain's final writes before
   // these reads).

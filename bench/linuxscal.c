@@ -45,7 +45,6 @@ enum { kMaxThreads = 1024 };
 typedef struct Thread {
   _Alignas(64) unsigned id;
   uint64_t pairs, written_sum, read_sum, bad;
-  double start, end;  // BenchNow() after the start barrier, at the finish
   pthread_t tid;
 } Thread;
 
@@ -55,6 +54,7 @@ static struct {
   size_t size;
   Thread* t;
   pthread_barrier_t start;
+  BenchClock clock;
 } g;
 
 static void* Worker(void* arg) {
@@ -64,7 +64,7 @@ static void* Worker(void* arg) {
   const uint64_t salt = BenchMix(0x6c696e7578ULL + self->id);
   uint64_t written = 0, read = 0, pairs = 0, bad = 0;
   pthread_barrier_wait(&g.start);
-  self->start = BenchNow();
+  BenchClockStart(&g.clock);
   for (uint64_t i = 0; i < g.pairs; i++) {
     void* p = malloc(size);
     if (p == NULL || ((uintptr_t)p & align_mask) != 0) {
@@ -82,7 +82,7 @@ static void* Worker(void* arg) {
     free(p);
     pairs++;
   }
-  self->end = BenchNow();
+  BenchClockStop(&g.clock);
   self->written_sum = written;
   self->read_sum = read;
   self->pairs = pairs;
@@ -126,15 +126,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  // Measured: from the first thread's start to the last one's finish, by the
-  // threads' own clocks (with more threads than cores, the main thread may run
-  // only long after the barrier has released the workers).
-  double t0 = g.t[0].start, t1 = g.t[0].end;
-  for (unsigned i = 1; i < g.threads; i++) {
-    if (g.t[i].start < t0) t0 = g.t[i].start;
-    if (g.t[i].end > t1) t1 = g.t[i].end;
-  }
-  double secs = t1 - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   int ok = 1;
   uint64_t written = 0, read = 0, bad = 0;

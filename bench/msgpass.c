@@ -61,12 +61,12 @@
 // mismatch prints a diagnostic and exits 1.
 //
 // Output (stdout, one line of key=value pairs): parameters, the sizes, the
-// messages and batches sent, seconds (wall time from the start barrier to the
-// last thread's finish), msgs_per_sec (messages allocated, sent and freed per
-// second, all threads together), the peak number of messages in flight, how
-// many batches had to wait for room, the checksum, then peak RSS, the shared
-// object that provides malloc, and verify=ok. The allocator under test is
-// swapped with LD_PRELOAD.
+// messages and batches sent, seconds (from the first thread's start after the
+// start barrier to the last thread's finish, by the threads' own clocks),
+// msgs_per_sec (messages allocated, sent and freed per second, all threads
+// together), the peak number of messages in flight, how many batches had to
+// wait for room, the checksum, then peak RSS, the shared object that provides
+// malloc, and verify=ok. The allocator under test is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -108,6 +108,7 @@ static struct {
   Producer* p;
   Consumer* c;
   pthread_barrier_t start;
+  BenchClock clock;
 
   _Alignas(64) _Atomic uint64_t in_flight;  // messages reserved and not yet freed
   _Alignas(64) atomic_uint budget_waiters;  // producers asleep on `budget`
@@ -172,6 +173,7 @@ static void* ProducerMain(void* arg) {
   uint32_t id = (uint32_t)(self - g.p);
   BenchRng rng = {BenchMix(0x6d736770ULL + id)};
   pthread_barrier_wait(&g.start);
+  BenchClockStart(&g.clock);
   for (uint64_t seq = 0; seq < g.per_producer;) {
     unsigned si = (unsigned)BenchBelow(&rng, kNumSizes);
     uint64_t k = 1 + BenchBelow(&rng, g.max_batch);
@@ -212,6 +214,7 @@ static void* ProducerMain(void* arg) {
   if (atomic_fetch_add(&g.producers_done, 1) + 1 == g.producers) {
     for (unsigned j = 0; j < g.consumers; j++) Wake(&g.c[j]);
   }
+  BenchClockStop(&g.clock);
   return NULL;
 }
 
@@ -251,6 +254,7 @@ static void Report(Consumer* self, const Msg* m, const char* what, uint64_t got,
 static void* ConsumerMain(void* arg) {
   Consumer* self = arg;
   pthread_barrier_wait(&g.start);
+  BenchClockStart(&g.clock);
   for (;;) {
     Msg* b = TakeAll(self);
     if (b == NULL) break;
@@ -287,6 +291,7 @@ static void* ConsumerMain(void* arg) {
       b = next_batch;
     }
   }
+  BenchClockStop(&g.clock);
   return NULL;
 }
 
@@ -316,8 +321,7 @@ int main(int argc, char** argv) {
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (p < 1 || p > kMaxThreads || c < 1 || c > kMaxThreads || n < 1 || n > (1ull << 40) ||
       max_batch < 1 || max_batch > kMaxBatch || limit < max_batch || limit > (1u << 30)) {
-    fprintf(stderr,
-            "msgpass: need 1 <= p, c <= %d, 1 <= n <= 2^40, 1 <= B <= %d, B <= i <= 2^30\n",
+    fprintf(stderr, "msgpass: need 1 <= p, c <= %d, 1 <= n <= 2^40, 1 <= B <= %d, B <= i <= 2^30\n",
             kMaxThreads, kMaxBatch);
     return Usage(argv[0]);
   }
@@ -357,10 +361,9 @@ int main(int argc, char** argv) {
     }
   }
   pthread_barrier_wait(&g.start);
-  double t0 = BenchNow();
   for (unsigned i = 0; i < g.producers; i++) pthread_join(g.p[i].tid, NULL);
   for (unsigned j = 0; j < g.consumers; j++) pthread_join(g.c[j].tid, NULL);
-  double secs = BenchNow() - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   // Verification.
   int ok = 1;
@@ -391,8 +394,8 @@ int main(int argc, char** argv) {
     ok = 0;
   }
   if (batches_recv != batches) {
-    fprintf(stderr, "msgpass: %llu batches received, %llu sent\n",
-            (unsigned long long)batches_recv, (unsigned long long)batches);
+    fprintf(stderr, "msgpass: %llu batches received, %llu sent\n", (unsigned long long)batches_recv,
+            (unsigned long long)batches);
     ok = 0;
   }
   if (sent_sum != recv_sum) {

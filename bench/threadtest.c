@@ -43,7 +43,6 @@ typedef struct Thread {
   _Alignas(64) unsigned id;
   unsigned char** objs;  // N pointers, allocated before the clock starts
   uint64_t freed, written_sum, read_sum, bad;
-  double start, end;  // BenchNow() after the start barrier, at the finish
   pthread_t tid;
 } Thread;
 
@@ -53,6 +52,7 @@ static struct {
   size_t size;
   Thread* t;
   pthread_barrier_t start;
+  BenchClock clock;
 } g;
 
 static uint64_t Tag(unsigned thread, uint64_t iter, uint64_t i) {
@@ -65,7 +65,7 @@ static void* Worker(void* arg) {
   const size_t size = g.size;
   uint64_t written = 0, read = 0, freed = 0, bad = 0;
   pthread_barrier_wait(&g.start);
-  self->start = BenchNow();
+  BenchClockStart(&g.clock);
   for (uint64_t it = 0; it < g.iters; it++) {
     for (uint64_t i = 0; i < g.objects; i++) {
       unsigned char* p = malloc(size);
@@ -99,7 +99,7 @@ static void* Worker(void* arg) {
       free(p);
     }
   }
-  self->end = BenchNow();
+  BenchClockStop(&g.clock);
   self->written_sum = written;
   self->read_sum = read;
   self->freed = freed;
@@ -153,15 +153,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  // Measured: from the first thread's start to the last one's finish, by the
-  // threads' own clocks (with more threads than cores, the main thread may run
-  // only long after the barrier has released the workers).
-  double t0 = g.t[0].start, t1 = g.t[0].end;
-  for (unsigned i = 1; i < g.threads; i++) {
-    if (g.t[i].start < t0) t0 = g.t[i].start;
-    if (g.t[i].end > t1) t1 = g.t[i].end;
-  }
-  double secs = t1 - t0;
+  double secs = BenchClockSeconds(&g.clock);
 
   int ok = 1;
   uint64_t want = g.iters * g.objects, written = 0, read = 0, bad = 0;

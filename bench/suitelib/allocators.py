@@ -1,0 +1,217 @@
+"""The allocators: roost, glibc, the peers of bench/peers.py and the opt-in roost variants,
+resolved to a library to preload (or the reason one is missing); and the environment the
+report describes: the machine, the compiler and the roost commit."""
+
+import os
+import platform
+import re
+import subprocess
+import sys
+
+from .common import BENCH_DIR, REPO, rel
+
+ROOST = "roost"
+GLIBC = "glibc"
+
+# The peers bench/peers.py knows, in its order (used for --list and to check
+# --allocators; a name peers.py returns that is not here is taken as well).
+PEER_NAMES = ["mimalloc", "jemalloc", "tcmalloc", "tbbmalloc", "snmalloc", "mimalloc-v2",
+              "mimalloc-v3"]
+
+# roost variants, opt-in by name (never in the default set): name -> (library
+# file in the build directory, extra environment, what it is).
+VARIANTS = {
+    "roost-nobatchit": ("libroost.so", {"ROOST_BATCHIT": "0"},
+                        "libroost.so with ROOST_BATCHIT=0 (remote frees not batched)"),
+    "roost-noreserve": ("libroost.so", {"ROOST_SLAB_RESERVE": "0"},
+                        "libroost.so with ROOST_SLAB_RESERVE=0 (no per-thread cache of "
+                        "empty slabs)"),
+    "roost-secure": ("libroost-secure.so", {}, "the hardened build, libroost-secure.so"),
+}
+
+
+class Allocator:
+    def __init__(self, name, lib=None, env=None, version="", source="", missing=None):
+        self.name, self.lib, self.env = name, lib, dict(env or {})
+        self.version, self.source, self.missing = version, source, missing
+
+    @property
+    def roost_family(self):
+        return self.name == ROOST or self.name.startswith(ROOST + "-") or \
+            self.name.startswith(ROOST + "@")
+
+    def describe(self):
+        parts = []
+        if self.lib:
+            parts.append(f"`LD_PRELOAD={rel(self.lib)}`")
+        else:
+            parts.append("no preload")
+        if self.env:
+            parts.append(" ".join(f"`{k}={v}`" for k, v in sorted(self.env.items())))
+        return ", ".join(parts)
+
+
+def glibc_version():
+    try:
+        r = subprocess.run(["ldd", "--version"], capture_output=True, text=True)
+    except OSError:
+        return "?"
+    m = re.search(r"(\d+\.\d+)\s*$", (r.stdout.splitlines() or [""])[0])
+    return m.group(1) if m else "?"
+
+
+def git_commit():
+    try:
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain",
+                                "--untracked-files=no", "--", "src", "include",
+                                "CMakeLists.txt"],
+                               capture_output=True, text=True).stdout.strip() != ""
+        subject = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%s"],
+                                 capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "", False, ""
+    return commit, dirty, subject
+
+
+def peer_module_names():
+    """PEER_NAMES of bench/peers.py, when it exists and says."""
+    if not os.path.exists(os.path.join(BENCH_DIR, "peers.py")):
+        return []
+    if BENCH_DIR not in sys.path:
+        sys.path.insert(0, BENCH_DIR)
+    sys.dont_write_bytecode = True  # no bench/__pycache__
+    try:
+        import peers
+        return list(getattr(peers, "PEER_NAMES", []))
+    except Exception:
+        return []
+
+
+def load_peers(names, install, build_root):
+    """Calls bench/peers.py's ensure_peers; name -> dict (lib, version, source | missing)."""
+    path = os.path.join(BENCH_DIR, "peers.py")
+    want = names if names is not None else PEER_NAMES
+    if not os.path.exists(path):
+        return {n: {"missing": "bench/peers.py not present"} for n in want}
+    if BENCH_DIR not in sys.path:
+        sys.path.insert(0, BENCH_DIR)
+    sys.dont_write_bytecode = True  # no bench/__pycache__
+    try:
+        import peers  # noqa: E402  (bench/peers.py)
+    except Exception as e:  # a broken helper must not stop the suite
+        return {n: {"missing": f"bench/peers.py does not import: {e!r}"} for n in want}
+    try:
+        got = peers.ensure_peers(build_root=build_root, names=names, install=install,
+                                 log=sys.stderr)
+    except Exception as e:
+        return {n: {"missing": f"bench/peers.py ensure_peers failed: {e!r}"} for n in want}
+    out = dict(got)
+    for n in want:
+        if n not in out:
+            out[n] = {"missing": "bench/peers.py did not return it"}
+    return out
+
+
+def resolve_allocators(chosen, build_dir, install, peers_dir):
+    """Allocators in table order. chosen: list of names, or None for the default set."""
+    names = chosen
+    commit, dirty, _ = git_commit()
+    roost_version = (commit or "?") + ("+dirty" if dirty else "")
+
+    def roost_like(name, libfile, env, what):
+        lib = os.path.join(build_dir, libfile)
+        if not os.path.exists(lib):
+            return Allocator(name, env=env, missing=f"{rel(lib)} is not built")
+        return Allocator(name, lib, env, roost_version, what)
+
+    def one(name, peers):
+        base, _, envspec = name.partition("@")
+        extra = {}
+        if envspec:
+            for kv in envspec.split("@"):
+                k, _, v = kv.partition("=")
+                extra[k] = v
+        if base == ROOST:
+            a = roost_like(name, "libroost.so", extra, "this repository")
+        elif base in VARIANTS:
+            libfile, env, what = VARIANTS[base]
+            a = roost_like(name, libfile, dict(env, **extra), what)
+        elif base == GLIBC:
+            a = Allocator(name, None, extra, glibc_version(), "the C library (no preload)")
+        else:
+            p = peers.get(base) or {"missing": "unknown to bench/peers.py"}
+            if p.get("missing") or not p.get("lib"):
+                a = Allocator(name, env=extra, missing=p.get("missing") or "no library")
+            else:
+                a = Allocator(name, p["lib"], extra, p.get("version", "?"), p.get("source", ""))
+        return a
+
+    if names is None:
+        peers = load_peers(None, install, peers_dir)
+        order = [ROOST, GLIBC] + list(peers)
+        for n in PEER_NAMES:
+            if n not in order:
+                order.append(n)
+    else:
+        peer_names = []
+        for n in names:
+            base = n.partition("@")[0]
+            if base not in (ROOST, GLIBC) and base not in VARIANTS and base not in peer_names:
+                peer_names.append(base)
+        peers = load_peers(peer_names, install, peers_dir) if peer_names else {}
+        order = names
+    return [one(n, peers) for n in order]
+
+
+
+# ----------------------------------------------------------------------------------------------
+# The machine.
+
+def read_first(path, pattern):
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(pattern, line)
+                if m:
+                    return m.group(1).strip()
+    except OSError:
+        pass
+    return None
+
+
+def compiler_of(build_dir):
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    out = {}
+    for lang, var in (("c", "CMAKE_C_COMPILER"), ("cxx", "CMAKE_CXX_COMPILER")):
+        path = read_first(cache, rf"{var}:\w+=(.*)")
+        if not path:
+            continue
+        try:
+            v = subprocess.run([path, "--version"], capture_output=True, text=True)
+            out[lang] = (v.stdout.splitlines() or [path])[0].strip()
+        except OSError:
+            out[lang] = path
+    out["build_type"] = read_first(cache, r"CMAKE_BUILD_TYPE:\w+=(.*)") or "?"
+    return out
+
+
+def machine_info(build_dir):
+    cpu = read_first("/proc/cpuinfo", r"model name\s*:\s*(.*)") or platform.processor() or "?"
+    mem_kib = read_first("/proc/meminfo", r"MemTotal:\s*(\d+)")
+    distro = read_first("/etc/os-release", r'PRETTY_NAME="?([^"\n]*)"?') or platform.platform()
+    comp = compiler_of(build_dir)
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_gib": round(int(mem_kib) / 1048576, 1) if mem_kib else None,
+        "kernel": platform.release(),
+        "distro": distro,
+        "arch": platform.machine(),
+        "compiler": comp.get("cxx") or comp.get("c") or "?",
+        "c_compiler": comp.get("c", "?"),
+        "build_type": comp.get("build_type", "?"),
+        "python": platform.python_version(),
+    }
+

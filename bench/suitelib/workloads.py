@@ -1,0 +1,234 @@
+"""The workload table: every program of the suite with its base command line, figure and
+thread parameter; and the cases made from it (a workload at one thread count, its work
+scaled)."""
+
+import fnmatch
+import re
+
+# Units of the figure fields: field -> what one unit of work is.
+UNITS = {"objects_per_sec": "objects/s", "msgs_per_sec": "msgs/s", "ops_per_sec": "ops/s",
+         "writes_per_sec": "writes/s"}
+
+DEFAULT_THREADS_FULL = [1, 2, 4, 8, 16]
+# In a thread sweep every case does this fraction of the base configuration's
+# total work (the same at every thread count), so that a sweep of five counts
+# costs about 2.5 base runs.
+SWEEP_WORK = 0.5
+
+
+class Workload:
+    """One entry of the workload table.
+
+    args: the base command line (flags of spec.md). field: the figure in the
+    report line (higher is better). work: the flag whose value is the amount of
+    work per thread (scaled by --scale; in a sweep, scaled so that every count
+    does SWEEP_WORK x the base configuration's total work). threads: "t" (-t N
+    threads), "pc" (-p N -c N: N producer/consumer pairs) or None (no thread
+    parameter). sets: "default" and/or "full". sweep: swept when thread counts
+    are given (--full, --threads); a workload with a thread parameter but
+    sweep=False is swept only when named in --workloads. min_threads: the
+    smallest count the program takes. live: a field of the report with the
+    program's peak live KiB (frag), shown next to the peak RSS. stresses: one
+    line for the tables.
+    """
+
+    def __init__(self, key, label, program, args, field, work, threads=None, sets=("full",),
+                 sweep=None, min_threads=1, live=None, stresses=""):
+        self.key, self.label, self.program = key, label, program
+        self.args, self.field, self.work, self.threads = list(args), field, work, threads
+        self.sets = sets
+        self.sweep = (threads is not None) if sweep is None else sweep
+        self.min_threads, self.live, self.stresses = min_threads, live, stresses
+
+    @property
+    def binary_name(self):
+        return "bench_" + self.program
+
+    def base_threads(self):
+        if self.threads == "t":
+            return int(arg_value(self.args, "-t"))
+        if self.threads == "pc":
+            return int(arg_value(self.args, "-p"))
+        return None
+
+
+def arg_value(args, flag):
+    i = args.index(flag)
+    return args[i + 1]
+
+
+def set_arg(args, flag, value):
+    args = list(args)
+    if flag in args:
+        args[args.index(flag) + 1] = str(value)
+    else:
+        args += [flag, str(value)]
+    return args
+
+
+def parse_count(s):
+    """A count with an optional k/m suffix (the programs' BenchParseU64)."""
+    m = re.fullmatch(r"(\d+)([kKmM]?)", s)
+    if not m:
+        raise ValueError(s)
+    return int(m.group(1)) * {"": 1, "k": 1000, "K": 1000, "m": 10**6, "M": 10**6}[m.group(2)]
+
+
+def thread_desc(args):
+    if "-p" in args and "-c" in args:
+        return f"{arg_value(args, '-p')}P/{arg_value(args, '-c')}C"
+    if "-t" in args:
+        t = arg_value(args, "-t")
+        return f"{t} thread" + ("" if t == "1" else "s")
+    return ""
+
+
+R = "random 16..2048 B"
+# The table: every program of the suite. Work amounts aim at about one second
+# per run for a typical allocator on 2 cores (figures measured with the runner
+# on the 2-core development VM; see bench/README.md).
+WORKLOADS = [
+    # --- message passing: every free is remote ---------------------------------------------
+    Workload("prodcons", f"prodcons, {R}, batches of 256", "prodcons",
+             ["-p", "2", "-c", "2", "-n", "2500000"], "objects_per_sec", "-n", threads="pc",
+             sets=("default", "full"),
+             stresses="producers only allocate, consumers only free (bounded queue)"),
+    Workload("prodcons-1p3c", f"prodcons, {R}, batches of 256", "prodcons",
+             ["-p", "1", "-c", "3", "-n", "3000000"], "objects_per_sec", "-n",
+             stresses="one producer feeding three consumers"),
+    Workload("prodcons-3p1c", f"prodcons, {R}, batches of 256", "prodcons",
+             ["-p", "3", "-c", "1", "-n", "1000000"], "objects_per_sec", "-n",
+             stresses="three producers, one consumer frees for all"),
+    Workload("prodcons-64", "prodcons, fixed 64 B, batches of 256", "prodcons",
+             ["-p", "1", "-c", "1", "-n", "5000000", "-s", "64", "-S", "64"],
+             "objects_per_sec", "-n", stresses="one size class only"),
+    Workload("prodcons-b1", f"prodcons, {R}, batch 1 (no batching)", "prodcons",
+             ["-p", "1", "-c", "1", "-n", "500000", "-b", "1", "-q", "4096"],
+             "objects_per_sec", "-n", stresses="hand-off of single objects"),
+    Workload("msgpass", "msgpass (BatchIt §4.3), 4 sizes, batches of 1..16, 4096 in flight",
+             "msgpass",
+             ["-p", "1", "-c", "1", "-n", "4000000"], "msgs_per_sec", "-n", threads="pc",
+             sets=("default", "full"),
+             stresses="batches of one size sent to random consumers, bounded in flight"),
+    Workload("xmalloc", "xmalloc, random 16..2048 B, blocks of 64, unbounded", "xmalloc",
+             ["-p", "2", "-c", "2", "-n", "1000000"], "objects_per_sec", "-n", threads="pc",
+             sets=("default", "full"),
+             stresses="producer/consumer with no back-pressure: memory in flight grows"),
+    Workload("symmetric", f"symmetric swap, {R}, batches of 256", "symmetric",
+             ["-t", "4", "-r", "6000"], "ops_per_sec", "-r", threads="t", min_threads=2,
+             sets=("default", "full"),
+             stresses="threads swap what they allocate: remote frees a thread cache can reuse"),
+    Workload("symmetric-64", "symmetric swap, fixed 64 B, batches of 256", "symmetric",
+             ["-t", "4", "-r", "6000", "-s", "64", "-S", "64"], "ops_per_sec", "-r",
+             stresses="one size class only"),
+    Workload("symmetric-b1", f"symmetric swap, {R}, batch 1", "symmetric",
+             ["-t", "4", "-r", "100000", "-b", "1"], "ops_per_sec", "-r",
+             stresses="exchange of single objects"),
+    # --- classic multithreaded allocator benchmarks -------------------------------------------
+    Workload("larson", "larson server simulation, 16..1024 B", "larson",
+             ["-t", "4", "-g", "20", "-n", "150000"], "ops_per_sec", "-n", threads="t",
+             sets=("default", "full"),
+             stresses="objects freed by threads that did not allocate them, long-lived slots"),
+    Workload("threadtest", "threadtest, 64 B", "threadtest",
+             ["-t", "4", "-i", "500", "-n", "10000"], "ops_per_sec", "-i", threads="t",
+             sets=("default", "full"), stresses="thread-local allocate-all then free-all"),
+    Workload("linuxscal", "linux-scalability, 64 B", "linuxscal",
+             ["-t", "4", "-n", "8000000"], "ops_per_sec", "-n", threads="t",
+             stresses="thread-local immediate malloc/free pairs"),
+    Workload("cachescratch", "cache-scratch (passive false sharing), 8 B", "cachescratch",
+             ["-t", "4", "-i", "100000", "-w", "400"], "writes_per_sec", "-i", threads="t",
+             stresses="objects handed out by one thread, freed and reused by others"),
+    Workload("cachethrash", "cache-thrash (active false sharing), 8 B", "cachethrash",
+             ["-t", "4", "-i", "100000", "-w", "400"], "writes_per_sec", "-i", threads="t",
+             stresses="small objects of different threads on one cache line"),
+    # --- single-thread-ish: memory shape ------------------------------------------------------
+    Workload("frag", "fragmentation (phases, random lifetimes), 64 MiB live", "frag",
+             ["-t", "1", "-n", "3000000"], "ops_per_sec", "-n", threads="t", sweep=False,
+             live="peak_live_kib", sets=("default", "full"),
+             stresses="shifting size distributions; peak RSS against peak live bytes"),
+    Workload("realloc", "realloc-heavy (growing and shrinking buffers)", "realloc",
+             ["-t", "2", "-n", "800000"], "ops_per_sec", "-n", threads="t", sweep=False,
+             sets=("default", "full"), stresses="in-place growth, copies, size-class moves"),
+    Workload("large", "large objects, 1..64 MiB", "large",
+             ["-t", "2", "-n", "1200"], "ops_per_sec", "-n", threads="t", sweep=False,
+             sets=("default", "full"), stresses="mmap/munmap, page faults, large-object caches"),
+]
+
+# The table of --self-test: two tiny workloads and one whose program is never built.
+SELF_TEST_WORKLOADS = [
+    Workload("prodcons", "prodcons (tiny)", "prodcons",
+             ["-p", "1", "-c", "1", "-n", "20000", "-b", "64", "-q", "8"],
+             "objects_per_sec", "-n", threads="pc"),
+    Workload("symmetric", "symmetric (tiny)", "symmetric", ["-t", "2", "-r", "50", "-b", "64"],
+             "ops_per_sec", "-r", threads="t", min_threads=2),
+    Workload("absent", "a program that is never built", "selftest_absent", ["-n", "1"],
+             "ops_per_sec", "-n"),
+]
+
+
+def select_workloads(table, patterns, full):
+    """The workloads named by patterns (shell patterns, in order), or with patterns None the
+    default or full set. Raises ValueError(pattern) for a pattern that matches nothing."""
+    if patterns is not None:
+        chosen = []
+        for pat in patterns:
+            hits = [w for w in table if fnmatch.fnmatchcase(w.key, pat)]
+            if not hits:
+                raise ValueError(pat)
+            chosen += [w for w in hits if w not in chosen]
+        return chosen
+    want = "full" if full else "default"
+    return [w for w in table if want in w.sets]
+
+
+# ----------------------------------------------------------------------------------------------
+# Cases: a workload at one thread count with its final command line.
+
+class Case:
+    def __init__(self, wl, args, threads, base):
+        self.wl, self.args, self.threads, self.base = wl, args, threads, base
+        self.id = wl.key if threads is None or base else f"{wl.key}@{threads}"
+        td = thread_desc(args)
+        self.label = f"{wl.label}, {td}" if td else wl.label
+        self.short = f"{wl.key} ({td})" if td else wl.key
+
+
+def make_cases(wl, threads_list, scale, named=False):
+    """The cases of one workload: its base configuration, or one per thread count.
+
+    A workload is swept when thread counts are given and it has a thread
+    parameter and either is marked for sweeps or was named in --workloads."""
+    base_t = wl.base_threads()
+    counts = [None]
+    if threads_list and wl.threads is not None and (wl.sweep or named):
+        counts = sorted({t for t in threads_list if t >= wl.min_threads} | {base_t})
+        if len(counts) == 1:
+            counts = [None]
+    cases = []
+    for t in counts:
+        args = list(wl.args)
+        factor = 1.0
+        if t is not None:
+            if wl.threads == "t":
+                args = set_arg(args, "-t", t)
+            else:
+                args = set_arg(set_arg(args, "-p", t), "-c", t)
+            factor = SWEEP_WORK * base_t / t  # the same total work at every count
+        work = parse_count(arg_value(args, wl.work))
+        args = set_arg(args, wl.work, max(1, int(round(work * factor * scale))))
+        cases.append(Case(wl, args, t, t is None or t == base_t))
+    sweep = len(cases) > 1
+    for c in cases:  # in a sweep every case names its thread count
+        if sweep:
+            c.id = f"{wl.key}@{c.threads}"
+    return cases
+
+
+def tiny_args(wl):
+    """A very short run of the workload (the preload check)."""
+    work = parse_count(arg_value(wl.args, wl.work))
+    small = {"-n": 2000, "-r": 20, "-i": 5}.get(wl.work, 100)
+    if wl.program == "large":
+        small = 20
+    return set_arg(wl.args, wl.work, min(work, small))
+
