@@ -56,12 +56,16 @@ inline constexpr size_t kLargeCacheMaxObjectBytes = size_t{16} << 20;
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;
 
-// Bump-pointer carving: when a slab's tail is turned into free objects, at
-// most this many bytes are carved at a time so untouched pages stay untouched.
+// Bump-pointer carving: a slab's never-used tail is turned into free objects
+// a page at a time, so untouched pages stay untouched (linking an object
+// writes its first word)...
 inline constexpr size_t kCarveBytes = 4096;
-// ...but at least this many objects, so a class of big objects refills its
-// fast list in batches worth the refill's cost.
+// ...but at least this many objects, so a class of bigger objects refills
+// its fast list in batches worth the refill's cost, as long as a carve then
+// touches at most kMaxCarveBytes (a 4 KiB object is carved eight at a time,
+// a 32 KiB one alone).
 inline constexpr size_t kMinCarveObjects = 32;
+inline constexpr size_t kMaxCarveBytes = 32768;
 
 inline constexpr size_t kPageSize = 4096;
 

@@ -22,7 +22,7 @@ enum class ChunkKind : uint8_t {
 };
 
 enum class SlabState : uint8_t {
-  kSleeping = 0,  // free objects handed out; woken after `wake` frees
+  kSleeping = 0,  // free objects handed out; `needed` counts frees to wake
   kAvailable,     // on its allocator's available list; `needed` counts to empty
 };
 

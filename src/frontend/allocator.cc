@@ -67,7 +67,7 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
     m->sizeclass = static_cast<uint8_t>(sc);
     m->kind = ChunkKind::kSlab;
     m->state = SlabState::kSleeping;
-    m->needed = static_cast<int32_t>(info.wake);
+    m->needed = 0;  // nothing carved yet: carve() sets the wake count
     m->recip = info.recip;
     m->obj_size = info.size;
     m->carved = 0;
@@ -80,12 +80,12 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
 }
 
 void Allocator::take(ChunkMeta* m, unsigned sc) {
-  // All the slab's free objects move to the fast list; it sleeps until
-  // `wake` more come back.  Carved objects are now all out: carved >= wake.
+  // All the slab's free objects move to the fast list; every carved object
+  // is now out, and the slab sleeps until wake_count() of them come back.
   fast_[sc] = m->free_head;
   m->free_head = nullptr;
   m->state = SlabState::kSleeping;
-  m->needed = static_cast<int32_t>(sizeclass::kInfo.info[sc].wake);
+  m->needed = static_cast<int32_t>(wake_count(m));
 }
 
 void Allocator::carve(ChunkMeta* m, unsigned sc) {
@@ -94,9 +94,11 @@ void Allocator::carve(ChunkMeta* m, unsigned sc) {
   uint32_t count = info.carve < left ? info.carve : left;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * info.size;
   fast_[sc] = freelist::build(first, info.size, count, fast_[sc]);
-  // Only an asleep slab is carved (see refill_from_other_slab), and its
-  // `needed` counts frees to wake, which carving does not change.
+  // Only an asleep slab is carved (see refill_from_other_slab).  Its wake
+  // count may grow with the objects out: `needed` grows by as much.
+  uint32_t before = wake_count(m);
   m->carved += count;
+  m->needed += static_cast<int32_t>(wake_count(m) - before);
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
@@ -112,7 +114,10 @@ void Allocator::update_slab_state(ChunkMeta* m) {
   // first.  Every other awake slab is.
   bool active = m == active_[sc];
   if (m->state == SlabState::kSleeping) {
-    uint32_t in_use = m->carved - sizeclass::kInfo.info[sc].wake;
+    // A batch may have brought more than the wake count: `needed` is then
+    // below zero by the surplus.
+    uint32_t returned = wake_count(m) + static_cast<uint32_t>(-m->needed);
+    uint32_t in_use = m->carved - returned;
     m->state = SlabState::kAvailable;
     m->needed = static_cast<int32_t>(in_use);
     if (!active) available_[sc].push_front(m);

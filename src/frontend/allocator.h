@@ -72,7 +72,8 @@ class Allocator {
   }
 
   // Puts `p` back on its slab's free list (uncounted: the freeing thread
-  // counted it).
+  // counted it).  `needed` is positive whenever an object of the slab is
+  // out, so one free brings it at most to zero.
   ROOST_INLINE void return_to_slab(ChunkMeta* m, void* p) {
     freelist::push(m->free_head, p);
     if (ROOST_UNLIKELY(--m->needed == 0)) slab_event(m);
@@ -123,6 +124,14 @@ class Allocator {
 };
 
 ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p);
+
+// Frees that wake a sleeping slab: the class's wake threshold, or every
+// object carved so far when fewer are out (a slab carved a few big objects
+// at a time must still wake, and go back when they all return).
+ROOST_INLINE uint32_t wake_count(const ChunkMeta* m) {
+  uint32_t wake = sizeclass::kInfo.info[m->sizeclass].wake;
+  return m->carved < wake ? m->carved : wake;
+}
 
 // The free fast path checks 16-byte alignment (inside
 // pagemap::lookup_aligned); the exact test (below) costs a multiply chain,
