@@ -49,6 +49,12 @@ inline constexpr unsigned kTargetSlabBits = 18;           // 256 KiB
 // chunks back to the backend (which purges them).
 inline constexpr size_t kSlabReserveBytes = size_t{1} << 21;  // 2 MiB
 
+// Released chunks stay resident (reusable without page faults) for one to
+// two purge delays (run-time option ROOST_PURGE_DELAY, milliseconds)...
+inline constexpr uint64_t kPurgeDelayMs = 100;
+// ...unless more than this is waiting: then the older half is purged at once.
+inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
+
 // Freed large objects kept (not purged) for reuse, process-wide.
 inline constexpr size_t kLargeCacheBytes = size_t{64} << 20;  // 64 MiB
 inline constexpr size_t kLargeCacheMaxObjectBytes = size_t{16} << 20;

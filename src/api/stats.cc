@@ -47,7 +47,7 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   }
   large::Counters lc = large::counters();
   out->bytes_in_use = static_cast<uint64_t>(small_bytes) + lc.bytes_in_use;
-  out->bytes_committed = chunks::bytes_out();
+  out->bytes_committed = chunks::bytes_out() + chunks::dirty_bytes();
   out->bytes_reserved = chunks::reserved_bytes() + meta_arena::reserved_bytes();
   out->allocations = allocs + lc.allocations;
   out->frees = frees + lc.frees;

@@ -15,6 +15,7 @@ namespace roost {
 enum class ChunkKind : uint8_t {
   kUnused = 0,  // never handed out, or inside a larger block
   kFree,        // in the backend's buddy free lists (purged, reads as zero)
+  kDirty,       // released to the backend, not purged yet (not merged)
   kCached,      // held free by an allocator's or the large cache (dirty)
   kSlab,        // small objects of one size class, owned by one allocator
   kLarge,       // one large object inside a region
@@ -47,7 +48,7 @@ struct alignas(64) ChunkMeta {
   uint32_t obj_size;  // slab: object size
   union {
     uint32_t carved;       // slab: objects carved from the bump tail so far
-    uint32_t dirty_pages;  // large: pages written since the chunk was last purged
+    uint32_t dirty_pages;  // large, dirty: pages written since the chunk was last purged
   };
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;

@@ -167,8 +167,9 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
   }
   // Nothing cached: take a batch from the backend when the reserve has room
   // for the rest, so most slabs cost no lock.
+  // A released chunk of this very order is better still: resident already.
   unsigned take = order;
-  if (order < kBatchOrder &&
+  if (order < kBatchOrder && !chunks::has_dirty(order) &&
       chunk_cache_bytes_ + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))
     take = kBatchOrder;
   ChunkMeta* m = chunks::alloc(take);

@@ -63,6 +63,10 @@ void on_thread_exit(void* arg) {
   t_alloc = &g_unbound;
   t_exited = true;
   a->settle();
+  // Its reserve of empty chunks goes back to the backend, where any thread
+  // reuses it (resident for a purge delay): a pooled allocator holds only
+  // slabs with objects still out.
+  a->trim_chunk_cache(0);
   release(a);
 }
 
