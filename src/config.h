@@ -43,7 +43,7 @@ inline constexpr size_t kTableClassified = 1024;
 // mean bigger batches per refill; pages are touched only as objects go out.
 inline constexpr unsigned kMinObjectsPerSlabBits = 4;     // 16
 inline constexpr unsigned kTargetObjectsPerSlabBits = 7;  // 128
-inline constexpr unsigned kTargetSlabBits = 18;           // 256 KiB
+inline constexpr unsigned kTargetSlabBits = 16;           // 64 KiB
 
 // Empty slabs an allocator keeps for reuse by any size class before giving
 // chunks back to the backend (which purges them).
@@ -73,7 +73,8 @@ inline constexpr size_t kCarveBytes = 4096;
 inline constexpr size_t kMinCarveObjects = 32;
 inline constexpr size_t kMaxCarveBytes = 32768;
 
-inline constexpr size_t kPageSize = 4096;
+inline constexpr unsigned kPageBits = 12;
+inline constexpr size_t kPageSize = size_t{1} << kPageBits;
 
 // Message passing.  The outbox sorts remote frees into 2^kBucketBits
 // buckets by destination-allocator id bits (snmalloc's temporal radix tree);
@@ -86,7 +87,35 @@ static_assert(kBucketBits >= 1 && kBucketBits <= 8);
 // Bytes of remote frees an allocator collects before posting them (run-time
 // option ROOST_OUTBOX_BYTES).
 inline constexpr size_t kOutboxBytes = size_t{64} << 10;
-// Messages an allocator takes from its inbox per visit: bounded work.
+// BatchIt (ISMM'24): remote frees are collected per slab in a small
+// set-associative cache (frontend/remote_cache.h) and go home as one batch
+// per slab.  -DROOST_BATCHIT=0 removes it from the build; ROOST_BATCHIT=0 in
+// the environment switches it off at run time.  Sets and ways can be set at
+// build time (-DROOST_BATCHIT_SET_BITS=k for 2^k sets, -DROOST_BATCHIT_WAYS=w),
+// and -DROOST_BATCHIT_LRU=1 evicts the least recently used way instead of
+// the one holding the most objects.
+#ifndef ROOST_BATCHIT
+#define ROOST_BATCHIT 1
+#endif
+#ifndef ROOST_BATCHIT_SET_BITS
+#define ROOST_BATCHIT_SET_BITS 3
+#endif
+#ifndef ROOST_BATCHIT_WAYS
+#define ROOST_BATCHIT_WAYS 2
+#endif
+#ifndef ROOST_BATCHIT_LRU
+#define ROOST_BATCHIT_LRU 0
+#endif
+inline constexpr bool kBatchIt = ROOST_BATCHIT != 0;
+inline constexpr unsigned kBatchItSetBits = ROOST_BATCHIT_SET_BITS;  // 8 sets
+inline constexpr unsigned kBatchItWays = ROOST_BATCHIT_WAYS;         // x 2 ways
+static_assert(kBatchItSetBits <= 8 && kBatchItWays >= 1 && kBatchItWays <= 16);
+enum class Eviction { kMostObjects, kLeastRecentlyUsed };
+inline constexpr Eviction kBatchItEviction =
+    ROOST_BATCHIT_LRU ? Eviction::kLeastRecentlyUsed : Eviction::kMostObjects;
+
+// Messages (batches) an allocator takes from its inbox per visit: bounded
+// work, whatever the batches hold.
 inline constexpr unsigned kInboxBudget = 4096;
 // A thread that only frees other threads' objects looks at its own inbox
 // after this many of them.

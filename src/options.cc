@@ -15,6 +15,8 @@ const Option kTable[kCount] = {
     {"ROOST_OUTBOX_BYTES", config::kOutboxBytes, "remote-free bytes collected before posting"},
     {"ROOST_PURGE_DELAY", config::kPurgeDelayMs,
      "milliseconds released memory stays resident before it is purged"},
+    {"ROOST_BATCHIT", config::kBatchIt ? 1u : 0u,
+     "collect remote frees per slab and send each slab's as one batch (BatchIt)"},
 };
 
 namespace {

@@ -17,6 +17,7 @@ enum Id : unsigned {
   kPurgeZero,         // ROOST_PURGE_DONTNEED: 1 = MADV_DONTNEED, 0 = MADV_FREE
   kOutboxBytes,       // ROOST_OUTBOX_BYTES: remote-free bytes collected before a flush
   kPurgeDelayMs,      // ROOST_PURGE_DELAY: milliseconds released memory stays before purging
+  kBatchIt,           // ROOST_BATCHIT: collect remote frees per slab (1) or not (0)
   kCount
 };
 

@@ -35,6 +35,7 @@ Region* g_regions[kRegionSlots];  // indexed by address >> kRegionBits
 SpinLock g_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
 DirtyLists g_young, g_old;
+uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones the one before
 uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_reserved = 0;
 size_t g_bytes_out = 0;
@@ -90,8 +91,38 @@ void count_dirty(const ChunkMeta* m, int sign) {
 
 void push_dirty(ChunkMeta* m) {
   m->kind = ChunkKind::kDirty;
+  m->dirty_epoch = g_epoch;
   g_young.by_order[m->order].push_front(m);
   count_dirty(m, +1);
+}
+
+// The list a dirty chunk is on: chunks older than the old generation have
+// been purged, so its epoch tells young from old.
+DList<ChunkMeta>& list_of(const ChunkMeta* m) {
+  DirtyLists& gen = m->dirty_epoch == g_epoch ? g_young : g_old;
+  return gen.by_order[m->order];
+}
+
+// Puts a dirty chunk in the young generation, merged with dirty buddies
+// (the merged extent covers both parts), so that released slabs of one size
+// can serve requests of another without fresh memory.
+void merge_dirty(ChunkMeta* m) {
+  while (m->order < kMaxOrder) {
+    uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
+    ChunkMeta* buddy = meta_of(buddy_base);
+    if (buddy->kind != ChunkKind::kDirty || buddy->order != m->order) break;
+    list_of(buddy).remove(buddy);
+    count_dirty(buddy, -1);
+    ChunkMeta* lower = buddy_base < m->base ? buddy : m;
+    ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    if (upper->dirty_pages != 0)
+      lower->dirty_pages = static_cast<uint32_t>(((size_t{1} << lower->order) >>
+                                                  config::kPageBits) + upper->dirty_pages);
+    upper->kind = ChunkKind::kUnused;
+    lower->order++;
+    m = lower;
+  }
+  push_dirty(m);
 }
 
 // Takes every chunk of `gen` into one list (linked through `next`).
@@ -138,6 +169,7 @@ void decay(uint64_t now) {
     g_young.by_order[o].head = nullptr;
     g_old.by_order[o].head = head;
   }
+  g_epoch++;
   g_rotated_ns = now;
   purge_and_merge(old);
   if (dirty_bytes() > config::kMaxDirtyBytes) purge_and_merge(detach(g_old));
@@ -201,7 +233,9 @@ ChunkMeta* alloc(unsigned order) {
 }
 
 bool has_dirty(unsigned order) {
-  return __atomic_load_n(&g_dirty_chunks[order], __ATOMIC_RELAXED) != 0;
+  for (unsigned j = order; j <= kMaxOrder; j++)
+    if (__atomic_load_n(&g_dirty_chunks[j], __ATOMIC_RELAXED) != 0) return true;
+  return false;
 }
 
 void release(ChunkMeta* m, size_t dirty_bytes) {
@@ -216,7 +250,7 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   if (m->dirty_pages == 0)
     merge_free(m);
   else
-    push_dirty(m);
+    merge_dirty(m);
   decay(now);
 }
 

@@ -28,8 +28,8 @@ ChunkMeta* meta_of(uintptr_t addr);
 // memory that reads as zero (dirty_pages == 0).  nullptr when the OS refuses.
 ChunkMeta* alloc(unsigned order);
 
-// Is a released, unpurged chunk of exactly this order at hand?  A hint, read
-// without the lock: callers choose between reusing one and a bigger batch.
+// Is a released, unpurged chunk of at least this order at hand?  A hint,
+// read without the lock: callers choose between reusing one and a batch.
 bool has_dirty(unsigned order);
 
 // Returns a chunk whose first `dirty_bytes` may have been written (since it

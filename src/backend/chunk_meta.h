@@ -38,8 +38,11 @@ struct alignas(64) ChunkMeta {
   int32_t needed;         // slab: frees until the next state change
   uint8_t sizeclass;      // slab: size class
   ChunkKind kind;
-  uint8_t order;    // log2 of the chunk size (huge: log2 of granules span)
-  SlabState state;  // slab: see SlabState
+  uint8_t order;  // log2 of the chunk size (huge: log2 of granules span)
+  union {
+    SlabState state;           // slab: see SlabState
+    uint8_t dirty_epoch;       // dirty: the backend's epoch when it was released
+  };
   uintptr_t base;   // first byte of the chunk
   union {
     uint64_t recip;       // slab: ceil(2^42 / object size)

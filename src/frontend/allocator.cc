@@ -165,9 +165,13 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
     chunks::split_out(m, order, keep_clean);
     return m;
   }
-  // Nothing cached: take a batch from the backend when the reserve has room
-  // for the rest, so most slabs cost no lock.
-  // A released chunk of this very order is better still: resident already.
+  // Nothing cached is big enough.  What is cached goes back to the backend,
+  // where it merges with its released buddies and can serve this request
+  // (the reserve is for reuse, not for holding pieces too small to use).
+  trim_chunk_cache(0);
+  // Then released memory that can serve this order, resident already; else
+  // a batch when the reserve has room for the rest, so most slabs cost no
+  // lock.
   unsigned take = order;
   if (order < kBatchOrder && !chunks::has_dirty(order) &&
       chunk_cache_bytes_ + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))

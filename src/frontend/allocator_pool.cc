@@ -94,6 +94,7 @@ Allocator* bind() {
   Allocator* a = acquire();
   if (a == nullptr) return nullptr;
   a->outbox_limit_ = options::get(options::kOutboxBytes);
+  a->batchit_ = options::get(options::kBatchIt) != 0;
   a->remote_frees_to_check_ = config::kRemoteFreesPerInboxCheck;
   t_alloc = a;
   os::arm_thread_exit_hook(a);

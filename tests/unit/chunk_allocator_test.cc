@@ -135,6 +135,54 @@ TEST(ChunkAllocator, SplittingADirtyChunkKeepsTrackOfItsDirtyPart) {
   chunks::release(again, 0);
 }
 
+// Released buddies merge while dirty, so released memory of one size serves
+// a request of another without fresh pages.
+TEST(ChunkAllocator, DirtyBuddiesMerge) {
+  chunks::purge_all();
+  ChunkMeta* pair = chunks::alloc(17);
+  ASSERT_NE(pair, nullptr);
+  uintptr_t base = pair->base;
+  std::vector<ChunkMeta*> halves;
+  chunks::split_out(pair, 16, [&](ChunkMeta* upper) { halves.push_back(upper); });
+  halves.push_back(pair);
+  ASSERT_EQ(halves.size(), 2u);
+  for (ChunkMeta* m : halves) reinterpret_cast<char*>(m->base)[0] = 3;
+  for (ChunkMeta* m : halves) chunks::release(m, 4096);
+  EXPECT_TRUE(chunks::has_dirty(17));
+  ChunkMeta* whole = chunks::alloc(17);  // the two halves, merged: no fresh memory
+  EXPECT_EQ(whole->base, base);
+  EXPECT_GT(whole->dirty_pages, 0u);
+  EXPECT_EQ(reinterpret_cast<char*>(base)[0], 3);
+  chunks::release(whole, size_t{1} << 17);
+  chunks::purge_all();
+}
+
+// The same across generations: one half released, the generations age,
+// the other half released; the merge takes the first off the old list.
+TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
+  chunks::purge_all();
+  uint64_t saved = options::get(options::kPurgeDelayMs);
+  options::set(options::kPurgeDelayMs, 20);
+  ChunkMeta* pair = chunks::alloc(17);
+  ASSERT_NE(pair, nullptr);
+  uintptr_t base = pair->base;
+  ChunkMeta* upper = nullptr;
+  chunks::split_out(pair, 16, [&](ChunkMeta* piece) { upper = piece; });
+  ASSERT_NE(upper, nullptr);
+  chunks::release(upper, 4096);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  chunks::release(chunks::alloc(19), 0);  // ages: the upper half is now old
+  chunks::release(pair, 4096);            // merges with the old upper half
+  EXPECT_TRUE(chunks::has_dirty(17));
+  EXPECT_FALSE(chunks::has_dirty(18));
+  ChunkMeta* whole = chunks::alloc(17);
+  EXPECT_EQ(whole->base, base);
+  EXPECT_EQ(chunks::dirty_bytes(), 0u);  // nothing left on either list
+  chunks::release(whole, 0);
+  options::set(options::kPurgeDelayMs, saved);
+  EXPECT_FALSE(chunks::purge_all());
+}
+
 // More dirty memory than kMaxDirtyBytes is purged at once.
 TEST(ChunkAllocator, DirtyMemoryIsCapped) {
   chunks::purge_all();
