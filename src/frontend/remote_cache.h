@@ -25,12 +25,14 @@ class RemoteCache {
   static constexpr unsigned kSets = 1u << config::kBatchItSetBits;
   static constexpr unsigned kWays = config::kBatchItWays;
 
+  static constexpr bool kLru = config::kBatchItEviction == config::Eviction::kLeastRecentlyUsed;
+
   struct Entry {
     ChunkMeta* slab;  // nullptr: the way is free
     FreeObject* head;
     FreeObject* tail;
     uint32_t count;
-    uint32_t last_use;  // LRU: the set's clock at the last add
+    uint32_t last_use;  // LRU only: the set's clock at the last add
   };
 
   // Adds `p`, an object of slab `m`.  Returns true when a batch had to make
@@ -38,20 +40,23 @@ class RemoteCache {
   ROOST_INLINE bool add(ChunkMeta* m, void* p, Entry* evicted) {
     auto* o = static_cast<FreeObject*>(p);
     Set& set = sets_[set_of(m)];
-    set.clock++;
+    if constexpr (kLru) set.clock++;
     for (Entry& e : set.ways) {
       if (e.slab == m) {
         o->next = e.head;
         e.head = o;
         e.count++;
-        e.last_use = set.clock;
+        if constexpr (kLru) e.last_use = set.clock;
         return false;
       }
     }
     Entry* victim = pick_victim(set);
     bool full = victim->slab != nullptr;
     if (full) *evicted = *victim;
-    *victim = Entry{m, o, o, 1, set.clock};
+    victim->slab = m;
+    victim->head = victim->tail = o;
+    victim->count = 1;
+    if constexpr (kLru) victim->last_use = set.clock;
     return full;
   }
 
@@ -76,14 +81,14 @@ class RemoteCache {
  private:
   struct Set {
     Entry ways[kWays];
-    uint32_t clock;
+    uint32_t clock;  // LRU only: adds to the set so far
   };
 
   static Entry* pick_victim(Set& set) {
     Entry* victim = &set.ways[0];
     for (Entry& e : set.ways) {
       if (e.slab == nullptr) return &e;
-      if constexpr (config::kBatchItEviction == config::Eviction::kMostObjects) {
+      if constexpr (!kLru) {
         if (e.count > victim->count) victim = &e;
       } else {
         // Unsigned distance from the clock: older uses are further away.
