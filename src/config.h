@@ -41,9 +41,16 @@ inline constexpr size_t kTableClassified = 1024;
 // 2^kTargetObjectsPerSlabBits while that keeps it within kTargetSlabBits
 // (slab size = a power of two, at least one granule).  More objects per slab
 // mean bigger batches per refill; pages are touched only as objects go out.
-inline constexpr unsigned kMinObjectsPerSlabBits = 4;     // 16
-inline constexpr unsigned kTargetObjectsPerSlabBits = 7;  // 128
-inline constexpr unsigned kTargetSlabBits = 16;           // 64 KiB
+// One slab size for every class up to 4 KiB means an emptied slab can serve
+// any of them: released memory is reused instead of fragmenting the backend
+// into chunk sizes that the next request cannot use.
+#ifndef ROOST_SLAB_BITS
+#define ROOST_SLAB_BITS 16
+#endif
+inline constexpr unsigned kMinObjectsPerSlabBits = 4;             // 16
+inline constexpr unsigned kTargetObjectsPerSlabBits = 7;          // 128
+inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;      // 64 KiB
+static_assert(kTargetSlabBits >= kGranuleBits);
 
 // Empty slabs an allocator keeps for reuse by any size class before giving
 // chunks back to the backend (which purges them).
@@ -117,6 +124,9 @@ inline constexpr Eviction kBatchItEviction =
 // Messages (batches) an allocator takes from its inbox per visit: bounded
 // work, whatever the batches hold.
 inline constexpr unsigned kInboxBudget = 4096;
+// A size class that runs dry with no freed object at hand visits the inbox
+// up to this many more times before it carves fresh memory.
+inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
 // A thread that only frees other threads' objects looks at its own inbox
 // after this many of them.
 inline constexpr unsigned kRemoteFreesPerInboxCheck = 256;

@@ -49,11 +49,24 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
   // The active slab has no free objects, so it is asleep (an awake slab
   // holds free objects until taken): switching away strands nothing.
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-  ChunkMeta* m = available_[sc].pop_front();
-  if (m != nullptr) {
-    active_[sc] = m;
-    take(m, sc);
-    return pop_fast(sc);
+  ChunkMeta* m;
+  for (unsigned round = 0;; round++) {
+    m = available_[sc].pop_front();
+    if (m != nullptr) {
+      active_[sc] = m;
+      take(m, sc);
+      return pop_fast(sc);
+    }
+    // Objects freed elsewhere may still wait in the inbox: fresh memory
+    // (which grows the footprint) only once it reads empty, or after a
+    // bounded number of further visits.
+    if (round == config::kInboxVisitsBeforeFreshMemory || !inbox_.maybe_nonempty()) break;
+    drain_inbox(false);
+    m = active_[sc];
+    if (m != nullptr && m->free_head != nullptr) {
+      take(m, sc);
+      return pop_fast(sc);
+    }
   }
   m = active_[sc];
   if (m == nullptr || m->carved == info.capacity) {
