@@ -47,9 +47,9 @@ inline constexpr size_t kTableClassified = 1024;
 #ifndef ROOST_SLAB_BITS
 #define ROOST_SLAB_BITS 16
 #endif
-inline constexpr unsigned kMinObjectsPerSlabBits = 4;             // 16
-inline constexpr unsigned kTargetObjectsPerSlabBits = 7;          // 128
-inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;      // 64 KiB
+inline constexpr unsigned kMinObjectsPerSlabBits = 4;         // 16
+inline constexpr unsigned kTargetObjectsPerSlabBits = 7;      // 128
+inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;  // 64 KiB
 static_assert(kTargetSlabBits >= kGranuleBits);
 
 // Empty slabs an allocator keeps for reuse by any size class before giving

@@ -506,8 +506,8 @@ TEST(RemoteFree, ProducerConsumerChecksumsAndCountersBalance) {
     struct roost_stats drained = snap();
     uint64_t objects = drained.messages_sent - before.messages_sent;
     uint64_t batches = drained.slab_batches_sent - before.slab_batches_sent;
-    RecordProperty("objects_per_batch", std::to_string(static_cast<double>(objects) /
-                                                       static_cast<double>(batches)));
+    RecordProperty("objects_per_batch",
+                   std::to_string(static_cast<double>(objects) / static_cast<double>(batches)));
     EXPECT_LT(batches, objects) << describe_messages(drained);
   }
 }

@@ -40,8 +40,8 @@ uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_reserved = 0;
 size_t g_bytes_out = 0;
 size_t g_chunks_out = 0;
-size_t g_dirty = 0;                        // bytes in dirty extents (atomic: read unlocked)
-uint32_t g_dirty_chunks[kMaxOrder + 1];     // per order, both generations (atomic, likewise)
+size_t g_dirty = 0;                      // bytes in dirty extents (atomic: read unlocked)
+uint32_t g_dirty_chunks[kMaxOrder + 1];  // per order, both generations (atomic, likewise)
 
 ChunkMeta* add_region() {
   void* mem = os::reserve_aligned(config::kRegion, config::kRegion);
@@ -116,8 +116,8 @@ void merge_dirty(ChunkMeta* m) {
     ChunkMeta* lower = buddy_base < m->base ? buddy : m;
     ChunkMeta* upper = buddy_base < m->base ? m : buddy;
     if (upper->dirty_pages != 0)
-      lower->dirty_pages = static_cast<uint32_t>(((size_t{1} << lower->order) >>
-                                                  config::kPageBits) + upper->dirty_pages);
+      lower->dirty_pages = static_cast<uint32_t>(
+          ((size_t{1} << lower->order) >> config::kPageBits) + upper->dirty_pages);
     upper->kind = ChunkKind::kUnused;
     lower->order++;
     m = lower;
@@ -242,8 +242,8 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   uint64_t now = os::now_ns();
   size_t size = size_t{1} << m->order;
   if (dirty_bytes > size) dirty_bytes = size;
-  m->dirty_pages = static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) /
-                                         config::kPageSize);
+  m->dirty_pages =
+      static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) / config::kPageSize);
   LockGuard guard(g_lock);
   __atomic_fetch_sub(&g_bytes_out, size, __ATOMIC_RELAXED);
   __atomic_fetch_sub(&g_chunks_out, 1, __ATOMIC_RELAXED);

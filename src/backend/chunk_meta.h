@@ -40,10 +40,10 @@ struct alignas(64) ChunkMeta {
   ChunkKind kind;
   uint8_t order;  // log2 of the chunk size (huge: log2 of granules span)
   union {
-    SlabState state;           // slab: see SlabState
-    uint8_t dirty_epoch;       // dirty: the backend's epoch when it was released
+    SlabState state;      // slab: see SlabState
+    uint8_t dirty_epoch;  // dirty: the backend's epoch when it was released
   };
-  uintptr_t base;   // first byte of the chunk
+  uintptr_t base;  // first byte of the chunk
   union {
     uint64_t recip;       // slab: ceil(2^42 / object size)
     uint64_t large_size;  // large, huge: usable bytes

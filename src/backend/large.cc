@@ -87,8 +87,8 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
     if (m == nullptr) return nullptr;
     // Beyond its dirty extent a backend chunk was never touched or was
     // purged; with MADV_FREE purging it may still hold old bytes.
-    if (options::get(options::kPurgeZero) == 0) m->dirty_pages = static_cast<uint32_t>(
-        (size_t{1} << order) / config::kPageSize);
+    if (options::get(options::kPurgeZero) == 0)
+      m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
   }
   *dirty = dirty_bytes(m);
   note_dirty(m, usable);

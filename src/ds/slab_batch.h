@@ -24,8 +24,8 @@ namespace roost {
 
 // The first two words of an object on its way home.
 struct BatchMessage {
-  QueueNode link;      // the inbox queue's link
-  uint64_t batch;      // (offset of head from tail) << 32 | object count
+  QueueNode link;  // the inbox queue's link
+  uint64_t batch;  // (offset of head from tail) << 32 | object count
 };
 static_assert(sizeof(BatchMessage) == 16, "a message fits the smallest object");
 

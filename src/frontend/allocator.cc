@@ -22,7 +22,7 @@ namespace {
 // Take 512 KiB from the backend at a time (the default reserve's size), so
 // most slabs cost no lock.
 constexpr unsigned kBatchOrder = 19;
-}
+}  // namespace
 
 void* Allocator::alloc_refill(FreeObject** slot) {
   // Only the fast path calls this, always on the thread's own allocator.

@@ -57,9 +57,8 @@ void Allocator::send_alone(ChunkMeta* m, void* p) {
 
 void Allocator::flush_outbox() {
   if constexpr (config::kBatchIt) {
-    remote_cache_.flush([this](const RemoteCache::Entry& e) {
-      post_batch(e.slab, e.head, e.tail, e.count);
-    });
+    remote_cache_.flush(
+        [this](const RemoteCache::Entry& e) { post_batch(e.slab, e.head, e.tail, e.count); });
   }
   // Round r sends every bucket but the home one (this allocator's id bits
   // at the round's shift) to the owner of its first object; the home
