@@ -46,6 +46,12 @@ struct roost_stats {
   uint64_t messages_received;  /* objects taken from an inbox */
   uint64_t messages_forwarded; /* received objects owned by a third allocator, sent on */
   uint64_t inbox_drains;       /* inbox visits that found messages */
+  /* BatchIt: each message is a batch of objects of one slab (one object
+   * when BatchIt is off); objects per batch = messages_sent / slab_batches_sent. */
+  uint64_t slab_batches_sent;     /* batch messages posted, forwarded ones included */
+  uint64_t slab_batches_received; /* batch messages taken from an inbox */
+  uint64_t batchit_evictions;     /* batches evicted from a full cache set */
+  uint64_t bytes_dirty;           /* of bytes_committed: released, purged after a delay */
 };
 
 /* Fills *out; returns 0, or -1 if out is NULL. */

@@ -41,13 +41,29 @@ inline constexpr size_t kTableClassified = 1024;
 // 2^kTargetObjectsPerSlabBits while that keeps it within kTargetSlabBits
 // (slab size = a power of two, at least one granule).  More objects per slab
 // mean bigger batches per refill; pages are touched only as objects go out.
-inline constexpr unsigned kMinObjectsPerSlabBits = 4;     // 16
-inline constexpr unsigned kTargetObjectsPerSlabBits = 7;  // 128
-inline constexpr unsigned kTargetSlabBits = 18;           // 256 KiB
+// One slab size for every class up to 4 KiB means an emptied slab can serve
+// any of them: released memory is reused instead of fragmenting the backend
+// into chunk sizes that the next request cannot use.
+#ifndef ROOST_SLAB_BITS
+#define ROOST_SLAB_BITS 16
+#endif
+inline constexpr unsigned kMinObjectsPerSlabBits = 4;         // 16
+inline constexpr unsigned kTargetObjectsPerSlabBits = 7;      // 128
+inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;  // 64 KiB
+static_assert(kTargetSlabBits >= kGranuleBits);
 
 // Empty slabs an allocator keeps for reuse by any size class before giving
-// chunks back to the backend (which purges them).
-inline constexpr size_t kSlabReserveBytes = size_t{1} << 21;  // 2 MiB
+// chunks back to the backend (where they stay resident for a purge delay,
+// reusable by any thread).  Measured: 512 KiB and a 10 ms delay keep peak
+// RSS a megabyte lower than 2 MiB and 100 ms on prodcons and msgpass, at
+// the same speed and without re-faulting released memory.
+inline constexpr size_t kSlabReserveBytes = size_t{512} << 10;
+
+// Released chunks stay resident (reusable without page faults) for one to
+// two purge delays (run-time option ROOST_PURGE_DELAY, milliseconds)...
+inline constexpr uint64_t kPurgeDelayMs = 10;
+// ...unless more than this is waiting: then the older half is purged at once.
+inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 
 // Freed large objects kept (not purged) for reuse, process-wide.
 inline constexpr size_t kLargeCacheBytes = size_t{64} << 20;  // 64 MiB
@@ -56,14 +72,19 @@ inline constexpr size_t kLargeCacheMaxObjectBytes = size_t{16} << 20;
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;
 
-// Bump-pointer carving: when a slab's tail is turned into free objects, at
-// most this many bytes are carved at a time so untouched pages stay untouched.
+// Bump-pointer carving: a slab's never-used tail is turned into free objects
+// a page at a time, so untouched pages stay untouched (linking an object
+// writes its first word)...
 inline constexpr size_t kCarveBytes = 4096;
-// ...but at least this many objects, so a class of big objects refills its
-// fast list in batches worth the refill's cost.
+// ...but at least this many objects, so a class of bigger objects refills
+// its fast list in batches worth the refill's cost, as long as a carve then
+// touches at most kMaxCarveBytes (a 4 KiB object is carved eight at a time,
+// a 32 KiB one alone).
 inline constexpr size_t kMinCarveObjects = 32;
+inline constexpr size_t kMaxCarveBytes = 32768;
 
-inline constexpr size_t kPageSize = 4096;
+inline constexpr unsigned kPageBits = 12;
+inline constexpr size_t kPageSize = size_t{1} << kPageBits;
 
 // Message passing.  The outbox sorts remote frees into 2^kBucketBits
 // buckets by destination-allocator id bits (snmalloc's temporal radix tree);
@@ -76,8 +97,39 @@ static_assert(kBucketBits >= 1 && kBucketBits <= 8);
 // Bytes of remote frees an allocator collects before posting them (run-time
 // option ROOST_OUTBOX_BYTES).
 inline constexpr size_t kOutboxBytes = size_t{64} << 10;
-// Messages an allocator takes from its inbox per visit: bounded work.
+// BatchIt (ISMM'24): remote frees are collected per slab in a small
+// set-associative cache (frontend/remote_cache.h) and go home as one batch
+// per slab.  -DROOST_BATCHIT=0 removes it from the build; ROOST_BATCHIT=0 in
+// the environment switches it off at run time.  Sets and ways can be set at
+// build time (-DROOST_BATCHIT_SET_BITS=k for 2^k sets, -DROOST_BATCHIT_WAYS=w),
+// and -DROOST_BATCHIT_LRU=1 evicts the least recently used way instead of
+// the one holding the most objects.
+#ifndef ROOST_BATCHIT
+#define ROOST_BATCHIT 1
+#endif
+#ifndef ROOST_BATCHIT_SET_BITS
+#define ROOST_BATCHIT_SET_BITS 3
+#endif
+#ifndef ROOST_BATCHIT_WAYS
+#define ROOST_BATCHIT_WAYS 2
+#endif
+#ifndef ROOST_BATCHIT_LRU
+#define ROOST_BATCHIT_LRU 0
+#endif
+inline constexpr bool kBatchIt = ROOST_BATCHIT != 0;
+inline constexpr unsigned kBatchItSetBits = ROOST_BATCHIT_SET_BITS;  // 8 sets
+inline constexpr unsigned kBatchItWays = ROOST_BATCHIT_WAYS;         // x 2 ways
+static_assert(kBatchItSetBits <= 8 && kBatchItWays >= 1 && kBatchItWays <= 16);
+enum class Eviction { kMostObjects, kLeastRecentlyUsed };
+inline constexpr Eviction kBatchItEviction =
+    ROOST_BATCHIT_LRU ? Eviction::kLeastRecentlyUsed : Eviction::kMostObjects;
+
+// Messages (batches) an allocator takes from its inbox per visit: bounded
+// work, whatever the batches hold.
 inline constexpr unsigned kInboxBudget = 4096;
+// A size class that runs dry with no freed object at hand visits the inbox
+// up to this many more times before it carves fresh memory.
+inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
 // A thread that only frees other threads' objects looks at its own inbox
 // after this many of them.
 inline constexpr unsigned kRemoteFreesPerInboxCheck = 256;

@@ -13,6 +13,10 @@ const Option kTable[kCount] = {
     {"ROOST_LARGE_CACHE", config::kLargeCacheBytes, "bytes of freed large objects kept unpurged"},
     {"ROOST_PURGE_DONTNEED", 1, "purge with MADV_DONTNEED (1) or MADV_FREE (0)"},
     {"ROOST_OUTBOX_BYTES", config::kOutboxBytes, "remote-free bytes collected before posting"},
+    {"ROOST_PURGE_DELAY", config::kPurgeDelayMs,
+     "milliseconds released memory stays resident before it is purged"},
+    {"ROOST_BATCHIT", config::kBatchIt ? 1u : 0u,
+     "collect remote frees per slab and send each slab's as one batch (BatchIt)"},
 };
 
 namespace {
@@ -34,6 +38,9 @@ uint64_t get(Id id) {
   return __atomic_load_n(&g_values[id], __ATOMIC_RELAXED);
 }
 
-void set(Id id, uint64_t value) { __atomic_store_n(&g_values[id], value, __ATOMIC_RELAXED); }
+void set(Id id, uint64_t value) {
+  load();  // the environment first, so that it cannot undo this later
+  __atomic_store_n(&g_values[id], value, __ATOMIC_RELAXED);
+}
 
 }  // namespace roost::options

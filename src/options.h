@@ -16,6 +16,8 @@ enum Id : unsigned {
   kLargeCacheBytes,   // ROOST_LARGE_CACHE: freed large bytes kept unpurged
   kPurgeZero,         // ROOST_PURGE_DONTNEED: 1 = MADV_DONTNEED, 0 = MADV_FREE
   kOutboxBytes,       // ROOST_OUTBOX_BYTES: remote-free bytes collected before a flush
+  kPurgeDelayMs,      // ROOST_PURGE_DELAY: milliseconds released memory stays before purging
+  kBatchIt,           // ROOST_BATCHIT: collect remote frees per slab (1) or not (0)
   kCount
 };
 
@@ -31,6 +33,7 @@ extern const Option kTable[kCount];
 void load();
 
 uint64_t get(Id id);
+// Overrides one value (reads the environment first if it was not read yet).
 void set(Id id, uint64_t value);
 
 }  // namespace roost::options

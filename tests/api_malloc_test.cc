@@ -92,8 +92,9 @@ std::vector<size_t> spread_of_sizes() {
 
 TEST(RoostActive, ServesMallocWhenExpected) {
   if (!roost_active()) {
-    if (roost_expected()) FAIL() << "ROOST_EXPECT=1 but roost_stats is not found: roost is not serving "
-                                    "this process (broken LD_PRELOAD or link?)";
+    if (roost_expected())
+      FAIL() << "ROOST_EXPECT=1 but roost_stats is not found: roost is not serving "
+                "this process (broken LD_PRELOAD or link?)";
     GTEST_SKIP() << "running on the system allocator";
   }
   struct roost_stats before = stats_snapshot();
@@ -224,7 +225,7 @@ TEST(Malloc, HugeRequestsFailWithENOMEM) {
 // calloc
 
 TEST(Calloc, ZeroesMemoryThatWasDirtyBeforeReuse) {
-  const size_t sizes[] = {1,     8,     16,     24,     100,    256,     1000,     4096,
+  const size_t sizes[] = {1,     8,     16,     24,     100,      256,      1000,     4096,
                           10000, 65536, 200000, 300000, 1 * kMiB, 3 * kMiB, 8 * kMiB, 16 * kMiB};
   for (size_t n : sizes) {
     for (int round = 0; round < 8; round++) {
@@ -318,10 +319,12 @@ TEST(Calloc, LargeBlocksAreZeroIncludingAfterReuse) {
 TEST(Calloc, IsZeroAfterAHistoryOfLargeBlocks) {
   // Large blocks dirtied, freed, reallocated in random order: a calloc that
   // reuses any of that memory must zero all of it.
-  const HeapOps ops = {"malloc family", [](size_t n) { return malloc(n); },
+  const HeapOps ops = {"malloc family",
+                       [](size_t n) { return malloc(n); },
                        [](size_t c, size_t n) { return calloc(c, n); },
                        [](void* p, size_t n) { return realloc(p, n); },
-                       [](size_t a, size_t n) { return aligned_alloc(a, n); }, [](void* p) { free(p); },
+                       [](size_t a, size_t n) { return aligned_alloc(a, n); },
+                       [](void* p) { free(p); },
                        [](void* p) { return malloc_usable_size(p); }};
   for (uint64_t seed : {1, 2, 3}) EXPECT_EQ(run_large_calloc_history(ops, seed, 400), "");
 }
@@ -341,8 +344,8 @@ TEST(Calloc, OneGibibyteIsZeroWithoutBeingWrittenByTheAllocator) {
     ASSERT_EQ(p[at], 0) << "offset " << at;
   }
   long rss_after = status_kb("VmRSS");
-  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "RSS grew by " << (rss_after - rss_before)
-                                               << " kB for a 1 GiB calloc read at 258 places";
+  EXPECT_LT(rss_after - rss_before, 64 * 1024)
+      << "RSS grew by " << (rss_after - rss_before) << " kB for a 1 GiB calloc read at 258 places";
   free(p);
 }
 
@@ -431,8 +434,8 @@ TEST(Realloc, PreservesContentBetweenSmallAndLargeInBothDirections) {
 }
 
 TEST(Realloc, WithinTheUsableSizeStaysInPlace) {
-  for (size_t n : {size_t{1}, size_t{100}, size_t{1000}, size_t{5000}, size_t{40000}, size_t{100000},
-                   size_t{250000}, 1 * kMiB, 5 * kMiB}) {
+  for (size_t n : {size_t{1}, size_t{100}, size_t{1000}, size_t{5000}, size_t{40000},
+                   size_t{100000}, size_t{250000}, 1 * kMiB, 5 * kMiB}) {
     void* p = malloc(n);
     ASSERT_NE(p, nullptr);
     size_t usable = malloc_usable_size(p);
@@ -484,7 +487,8 @@ TEST(Reallocarray, OverflowFailsWithENOMEMAndKeepsTheBlock) {
   void* p = malloc(200);
   ASSERT_NE(p, nullptr);
   fill_pattern(p, 200, 5);
-  const size_t cases[][2] = {{SIZE_MAX / 2, 3}, {3, SIZE_MAX / 2}, {size_t{1} << 33, size_t{1} << 33}};
+  const size_t cases[][2] = {
+      {SIZE_MAX / 2, 3}, {3, SIZE_MAX / 2}, {size_t{1} << 33, size_t{1} << 33}};
   for (const auto& c : cases) {
     errno = 0;
     void* q = reallocarray(p, opaque(c[0]), opaque(c[1]));
@@ -520,21 +524,26 @@ enum class AlignFn { kAlignedAlloc, kPosixMemalign, kMemalign };
 
 const char* name_of(AlignFn f) {
   switch (f) {
-    case AlignFn::kAlignedAlloc: return "aligned_alloc";
-    case AlignFn::kPosixMemalign: return "posix_memalign";
-    case AlignFn::kMemalign: return "memalign";
+    case AlignFn::kAlignedAlloc:
+      return "aligned_alloc";
+    case AlignFn::kPosixMemalign:
+      return "posix_memalign";
+    case AlignFn::kMemalign:
+      return "memalign";
   }
   return "?";
 }
 
 void* allocate_aligned(AlignFn f, size_t align, size_t size) {
   switch (f) {
-    case AlignFn::kAlignedAlloc: return aligned_alloc(align, size);
+    case AlignFn::kAlignedAlloc:
+      return aligned_alloc(align, size);
     case AlignFn::kPosixMemalign: {
       void* p = nullptr;
       return posix_memalign(&p, align, size) == 0 ? p : nullptr;
     }
-    case AlignFn::kMemalign: return memalign(align, size);
+    case AlignFn::kMemalign:
+      return memalign(align, size);
   }
   return nullptr;
 }
@@ -553,7 +562,8 @@ void check_every_alignment(AlignFn f) {
     for (size_t size : sizes) {
       void* p = allocate_aligned(f, align, size);
       ASSERT_NE(p, nullptr) << name_of(f) << "(" << align << ", " << size << ")";
-      EXPECT_TRUE(is_aligned(p, align)) << name_of(f) << "(" << align << ", " << size << ") = " << p;
+      EXPECT_TRUE(is_aligned(p, align))
+          << name_of(f) << "(" << align << ", " << size << ") = " << p;
       EXPECT_TRUE(is_aligned(p, std::min<size_t>(align, 16)));
       size_t usable = malloc_usable_size(p);
       EXPECT_GE(usable, size) << name_of(f) << "(" << align << ", " << size << ")";
@@ -578,7 +588,9 @@ TEST(PosixMemalign, HonoursEveryPowerOfTwoAlignmentUpTo1MiB) {
   check_every_alignment(AlignFn::kPosixMemalign);
 }
 
-TEST(Memalign, HonoursEveryPowerOfTwoAlignmentUpTo1MiB) { check_every_alignment(AlignFn::kMemalign); }
+TEST(Memalign, HonoursEveryPowerOfTwoAlignmentUpTo1MiB) {
+  check_every_alignment(AlignFn::kMemalign);
+}
 
 TEST(PosixMemalign, RejectsBadAlignmentsWithEINVALWithoutTouchingAnything) {
   // Not a power of two, or smaller than sizeof(void*).
@@ -703,7 +715,8 @@ TEST(Memalign, AlignmentAboveHalfTheAddressSpaceFailsWithEINVAL) {
 
 TEST(Valloc, ReturnsPageAlignedBlocks) {
   const size_t page = page_size();
-  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, page - 1, page, page + 1, size_t{100000}, kMiB + 3}) {
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{100}, page - 1, page, page + 1, size_t{100000}, kMiB + 3}) {
     void* p = valloc(n);
     ASSERT_NE(p, nullptr) << "valloc(" << n << ")";
     EXPECT_TRUE(is_aligned(p, page)) << "valloc(" << n << ") = " << p;

@@ -55,7 +55,8 @@ void expect_roost_diagnostic(const std::function<void()>& misuse,
   }
   std::string wanted;
   for (const void* a : addresses) wanted += hex(a) + " ";
-  EXPECT_TRUE(names_address) << "the diagnostic does not name the address (" << wanted << "): " << r.err;
+  EXPECT_TRUE(names_address) << "the diagnostic does not name the address (" << wanted
+                             << "): " << r.err;
 }
 
 }  // namespace
@@ -151,7 +152,8 @@ TEST(OutOfMemory, MallocReturnsNullWithENOMEMAndRecovers) {
       memset(keep, 0x5c, 100);
       errno = 0;
       child_check(realloc(keep, 512 * kMiB) == nullptr && errno == ENOMEM, "realloc at the limit");
-      for (int i = 0; i < 100; i++) child_check(static_cast<char*>(keep)[i] == 0x5c, "realloc lost data");
+      for (int i = 0; i < 100; i++)
+        child_check(static_cast<char*>(keep)[i] == 0x5c, "realloc lost data");
       free(keep);
     }
     for (void* p : blocks) free(p);

@@ -31,20 +31,28 @@ enum class Form { kPlain, kArray, kNothrow, kArrayNothrow };
 
 void* allocate(Form f, size_t n) {
   switch (f) {
-    case Form::kPlain: return ::operator new(n);
-    case Form::kArray: return ::operator new[](n);
-    case Form::kNothrow: return ::operator new(n, std::nothrow);
-    case Form::kArrayNothrow: return ::operator new[](n, std::nothrow);
+    case Form::kPlain:
+      return ::operator new(n);
+    case Form::kArray:
+      return ::operator new[](n);
+    case Form::kNothrow:
+      return ::operator new(n, std::nothrow);
+    case Form::kArrayNothrow:
+      return ::operator new[](n, std::nothrow);
   }
   return nullptr;
 }
 
 void* allocate_aligned(Form f, size_t n, std::align_val_t a) {
   switch (f) {
-    case Form::kPlain: return ::operator new(n, a);
-    case Form::kArray: return ::operator new[](n, a);
-    case Form::kNothrow: return ::operator new(n, a, std::nothrow);
-    case Form::kArrayNothrow: return ::operator new[](n, a, std::nothrow);
+    case Form::kPlain:
+      return ::operator new(n, a);
+    case Form::kArray:
+      return ::operator new[](n, a);
+    case Form::kNothrow:
+      return ::operator new(n, a, std::nothrow);
+    case Form::kArrayNothrow:
+      return ::operator new[](n, a, std::nothrow);
   }
   return nullptr;
 }
@@ -55,9 +63,15 @@ bool is_array(Form f) { return f == Form::kArray || f == Form::kArrayNothrow; }
 constexpr int kDeleteVariants = 3;
 void deallocate(bool array, int variant, void* p, size_t n) {
   switch (variant % kDeleteVariants) {
-    case 0: array ? ::operator delete[](p) : ::operator delete(p); break;
-    case 1: array ? ::operator delete[](p, n) : ::operator delete(p, n); break;
-    case 2: array ? ::operator delete[](p, std::nothrow) : ::operator delete(p, std::nothrow); break;
+    case 0:
+      array ? ::operator delete[](p) : ::operator delete(p);
+      break;
+    case 1:
+      array ? ::operator delete[](p, n) : ::operator delete(p, n);
+      break;
+    case 2:
+      array ? ::operator delete[](p, std::nothrow) : ::operator delete(p, std::nothrow);
+      break;
   }
 }
 
@@ -65,8 +79,12 @@ void deallocate(bool array, int variant, void* p, size_t n) {
 constexpr int kAlignedDeleteVariants = 3;
 void deallocate_aligned(bool array, int variant, void* p, size_t n, std::align_val_t a) {
   switch (variant % kAlignedDeleteVariants) {
-    case 0: array ? ::operator delete[](p, a) : ::operator delete(p, a); break;
-    case 1: array ? ::operator delete[](p, n, a) : ::operator delete(p, n, a); break;
+    case 0:
+      array ? ::operator delete[](p, a) : ::operator delete(p, a);
+      break;
+    case 1:
+      array ? ::operator delete[](p, n, a) : ::operator delete(p, n, a);
+      break;
     case 2:
       array ? ::operator delete[](p, a, std::nothrow) : ::operator delete(p, a, std::nothrow);
       break;
@@ -77,10 +95,14 @@ const Form kForms[] = {Form::kPlain, Form::kArray, Form::kNothrow, Form::kArrayN
 
 const char* name_of(Form f) {
   switch (f) {
-    case Form::kPlain: return "new";
-    case Form::kArray: return "new[]";
-    case Form::kNothrow: return "new(nothrow)";
-    case Form::kArrayNothrow: return "new[](nothrow)";
+    case Form::kPlain:
+      return "new";
+    case Form::kArray:
+      return "new[]";
+    case Form::kNothrow:
+      return "new(nothrow)";
+    case Form::kArrayNothrow:
+      return "new[](nothrow)";
   }
   return "?";
 }
@@ -159,16 +181,19 @@ TEST(OperatorNew, EveryAlignedFormHonoursAlignmentsUpTo1MiB) {
     for (size_t align = 1; align <= kMiB; align *= 2) {
       std::align_val_t al{align};
       std::vector<std::pair<void*, size_t>> live;
-      for (size_t n : {size_t{0}, size_t{1}, align - 1, align, align + 1, 3 * align, size_t{100000}}) {
+      for (size_t n :
+           {size_t{0}, size_t{1}, align - 1, align, align + 1, 3 * align, size_t{100000}}) {
         void* p = allocate_aligned(f, n, al);
         ASSERT_NE(p, nullptr) << name_of(f) << "(" << n << ", align " << align << ")";
-        EXPECT_TRUE(is_aligned(p, align)) << name_of(f) << "(" << n << ", align " << align << ") = " << p;
+        EXPECT_TRUE(is_aligned(p, align))
+            << name_of(f) << "(" << n << ", align " << align << ") = " << p;
         fill_pattern(p, n, id + live.size());
         live.push_back({p, n});
       }
       for (size_t i = 0; i < live.size(); i++) {
         auto [p, n] = live[i];
-        EXPECT_TRUE(check_pattern(p, n, id + i)) << name_of(f) << "(" << n << ", align " << align << ")";
+        EXPECT_TRUE(check_pattern(p, n, id + i))
+            << name_of(f) << "(" << n << ", align " << align << ")";
         deallocate_aligned(is_array(f), variant++, p, n, al);
       }
       id += live.size();
@@ -215,8 +240,10 @@ TEST(OperatorNew, ThrowingFormsThrowBadAllocOnHugeSizes) {
     for (size_t align : {size_t{32}, size_t{4096}, kMiB}) {
       if (system_aligned_new_wraps(n, align)) continue;
       std::align_val_t al{align};
-      EXPECT_THROW(escape(::operator new(opaque(n), al)), std::bad_alloc) << n << " align " << align;
-      EXPECT_THROW(escape(::operator new[](opaque(n), al)), std::bad_alloc) << n << " align " << align;
+      EXPECT_THROW(escape(::operator new(opaque(n), al)), std::bad_alloc)
+          << n << " align " << align;
+      EXPECT_THROW(escape(::operator new[](opaque(n), al)), std::bad_alloc)
+          << n << " align " << align;
     }
   }
 }
@@ -278,7 +305,7 @@ TEST(OperatorNew, ExceptionFromTheNewHandlerPropagatesThroughThrowingForms) {
   g_handler_calls = 0;
   EXPECT_THROW(escape(::operator new(n)), HandlerGaveUp);
   EXPECT_THROW(escape(::operator new[](n)), HandlerGaveUp);
-  EXPECT_THROW(escape(::operator new(n, std::align_val_t{128})), HandlerGaveUp);
+  EXPECT_THROW(escape(::operator new (n, std::align_val_t{128})), HandlerGaveUp);
   EXPECT_THROW(escape(::operator new[](n, std::align_val_t{128})), HandlerGaveUp);
   EXPECT_EQ(g_handler_calls, 4);
 }
@@ -311,13 +338,13 @@ TEST(OperatorDelete, EveryFormAcceptsNull) {
   ::operator delete[](nullptr);
   ::operator delete(nullptr, std::nothrow);
   ::operator delete[](nullptr, std::nothrow);
-  ::operator delete(nullptr, size_t{0});
+  ::operator delete (nullptr, size_t{0});
   ::operator delete[](nullptr, size_t{0});
-  ::operator delete(nullptr, std::align_val_t{64});
+  ::operator delete (nullptr, std::align_val_t{64});
   ::operator delete[](nullptr, std::align_val_t{64});
-  ::operator delete(nullptr, size_t{0}, std::align_val_t{64});
+  ::operator delete (nullptr, size_t{0}, std::align_val_t{64});
   ::operator delete[](nullptr, size_t{0}, std::align_val_t{64});
-  ::operator delete(nullptr, std::align_val_t{64}, std::nothrow);
+  ::operator delete (nullptr, std::align_val_t{64}, std::nothrow);
   ::operator delete[](nullptr, std::align_val_t{64}, std::nothrow);
   SUCCEED();
 }

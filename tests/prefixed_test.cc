@@ -25,12 +25,13 @@ namespace {
 
 constexpr size_t kMiB = 1024 * 1024;
 
-const HeapOps kPrefixed = {
-    "roost_*", [](size_t n) { return roost_malloc(n); },
-    [](size_t c, size_t n) { return roost_calloc(c, n); },
-    [](void* p, size_t n) { return roost_realloc(p, n); },
-    [](size_t a, size_t n) { return roost_aligned_alloc(a, n); }, [](void* p) { roost_free(p); },
-    [](void* p) { return roost_usable_size(p); }};
+const HeapOps kPrefixed = {"roost_*",
+                           [](size_t n) { return roost_malloc(n); },
+                           [](size_t c, size_t n) { return roost_calloc(c, n); },
+                           [](void* p, size_t n) { return roost_realloc(p, n); },
+                           [](size_t a, size_t n) { return roost_aligned_alloc(a, n); },
+                           [](void* p) { roost_free(p); },
+                           [](void* p) { return roost_usable_size(p); }};
 
 struct roost_stats snapshot() {
   struct roost_stats s {};
@@ -190,10 +191,12 @@ TEST(Prefixed, AlignedAllocHonoursEveryPowerOfTwoUpTo1MiB) {
   uint64_t id = 0;
   for (size_t align = 1; align <= kMiB; align *= 2) {
     std::vector<std::pair<void*, size_t>> objs;
-    for (size_t size : {size_t{0}, size_t{1}, align - 1, align, align + 1, 3 * align, size_t{100000}}) {
+    for (size_t size :
+         {size_t{0}, size_t{1}, align - 1, align, align + 1, 3 * align, size_t{100000}}) {
       void* p = roost_aligned_alloc(align, size);
       ASSERT_NE(p, nullptr) << align << " " << size;
-      EXPECT_TRUE(is_aligned(p, align)) << "roost_aligned_alloc(" << align << ", " << size << ") = " << p;
+      EXPECT_TRUE(is_aligned(p, align))
+          << "roost_aligned_alloc(" << align << ", " << size << ") = " << p;
       size_t usable = roost_usable_size(p);
       EXPECT_GE(usable, size);
       fill_pattern(p, usable, id + objs.size());
@@ -244,8 +247,9 @@ TEST(Prefixed, PrintStatsWritesOneLinePerCounter) {
     roost_print_stats();
   });
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
-  for (const char* name : {"allocations", "frees", "bytes_in_use", "bytes_committed", "bytes_reserved",
-                           "large_allocations", "slabs", "chunks", "allocators"}) {
+  for (const char* name :
+       {"allocations", "frees", "bytes_in_use", "bytes_committed", "bytes_reserved",
+        "large_allocations", "slabs", "chunks", "allocators"}) {
     std::regex line(std::string("(^|\n)roost: ") + name + " [0-9]+\n");
     EXPECT_TRUE(std::regex_search(r.err, line)) << "no line for " << name << " in:\n" << r.err;
   }

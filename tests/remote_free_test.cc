@@ -57,6 +57,17 @@ constexpr unsigned kBucketBits = ROOST_TEST_BUCKET_BITS;
 constexpr unsigned kBucketBits = 6;  // roost's default (src/config.h)
 #endif
 
+// BatchIt: on unless compiled out (ROOST_TEST_NO_BATCHIT: the library was
+// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0.
+bool batchit_on() {
+#if defined(ROOST_TEST_NO_BATCHIT)
+  return false;
+#else
+  const char* e = getenv("ROOST_BATCHIT");
+  return e == nullptr || strcmp(e, "0") != 0;
+#endif
+}
+
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kTsan = true;
 #else
@@ -83,7 +94,10 @@ std::string describe_messages(const struct roost_stats& s) {
   return "remote_frees " + std::to_string(s.remote_frees) + ", messages_sent " +
          std::to_string(s.messages_sent) + ", batches_sent " + std::to_string(s.batches_sent) +
          ", messages_received " + std::to_string(s.messages_received) + ", messages_forwarded " +
-         std::to_string(s.messages_forwarded) + ", inbox_drains " + std::to_string(s.inbox_drains);
+         std::to_string(s.messages_forwarded) + ", inbox_drains " + std::to_string(s.inbox_drains) +
+         ", slab_batches_sent " + std::to_string(s.slab_batches_sent) + ", slab_batches_received " +
+         std::to_string(s.slab_batches_received) + ", batchit_evictions " +
+         std::to_string(s.batchit_evictions);
 }
 
 // ---------------------------------------------------------------------------
@@ -305,9 +319,19 @@ void expect_messages_balance(const struct roost_stats& before, uint64_t min_remo
   uint64_t batches = after.batches_sent - before.batches_sent;
   EXPECT_GE(remote, min_remote_frees) << what << ": " << counters;
   // Every message sent was received: nothing is left in flight once every
-  // inbox has been drained (cumulative counters, since process start).
+  // inbox has been drained (cumulative counters, since process start), in
+  // objects and in batch messages.
   EXPECT_EQ(after.messages_sent, after.messages_received)
       << what << ", after draining: " << counters;
+  EXPECT_EQ(after.slab_batches_sent, after.slab_batches_received)
+      << what << ", after draining: " << counters;
+  uint64_t slab_batches = after.slab_batches_sent - before.slab_batches_sent;
+  // A batch holds one object or more; without BatchIt exactly one.
+  EXPECT_LE(slab_batches, sent) << what << ": " << counters;
+  if (!batchit_on()) {
+    EXPECT_EQ(slab_batches, sent) << what << ": " << counters;
+    EXPECT_EQ(after.batchit_evictions, before.batchit_evictions) << what << ": " << counters;
+  }
   // Each remote free is a message, each hop of a forwarded message another.
   EXPECT_EQ(sent, remote + forwarded) << what << ": " << counters;
   EXPECT_GE(received, min_remote_frees) << what << ": " << counters;
@@ -474,6 +498,18 @@ TEST(RemoteFree, ProducerConsumerChecksumsAndCountersBalance) {
   // Every small object a consumer freed was a remote free: the consumer
   // threads never allocated them.  (Large objects are freed directly.)
   expect_messages_balance(before, r.consumed_small, "producer-consumer");
+  // With BatchIt the consumers' frees of one slab travel together: fewer
+  // batch messages than objects (a producer's consecutive objects of a
+  // class share a slab; with sizes spread over dozens of classes and four
+  // consumers, batches are small here: msgpass shows them at their best).
+  if (batchit_on()) {
+    struct roost_stats drained = snap();
+    uint64_t objects = drained.messages_sent - before.messages_sent;
+    uint64_t batches = drained.slab_batches_sent - before.slab_batches_sent;
+    RecordProperty("objects_per_batch",
+                   std::to_string(static_cast<double>(objects) / static_cast<double>(batches)));
+    EXPECT_LT(batches, objects) << describe_messages(drained);
+  }
 }
 
 // The child of the next test: ten producer-consumer runs in a fresh

@@ -89,7 +89,8 @@ class ShadowHeap {
   void fail(const std::string& what, const void* p) {
     if (!error_.empty()) return;
     std::ostringstream s;
-    s << ops_.name << " seed " << seed_ << " op " << ops_done_ << ": " << what << " (ptr " << p << ")";
+    s << ops_.name << " seed " << seed_ << " op " << ops_done_ << ": " << what << " (ptr " << p
+      << ")";
     error_ = s.str();
   }
 
@@ -139,12 +140,14 @@ class ShadowHeap {
   // Records a new object after checking it overlaps no live one.
   void insert(void* p, size_t n, uint64_t id) {
     size_t usable = ops_.usable_size(p);
-    if (usable < n) return fail("usable size " + std::to_string(usable) + " < " + std::to_string(n), p);
+    if (usable < n)
+      return fail("usable size " + std::to_string(usable) + " < " + std::to_string(n), p);
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     auto next = live_.lower_bound(a);
     if (next != live_.end() && next->first < a + usable)
-      return fail("new object of " + std::to_string(usable) + " usable bytes overlaps a live object at " +
-                      std::to_string(next->first - a) + " bytes past it",
+      return fail("new object of " + std::to_string(usable) +
+                      " usable bytes overlaps a live object at " + std::to_string(next->first - a) +
+                      " bytes past it",
                   p);
     if (next != live_.begin()) {
       auto prev = std::prev(next);
@@ -162,8 +165,8 @@ class ShadowHeap {
   void verify(uintptr_t key, const Object& o, const char* when) {
     size_t bad = find_pattern_mismatch(reinterpret_cast<void*>(key), o.size, o.id);
     if (bad != SIZE_MAX)
-      fail(std::string(when) + ": object of " + std::to_string(o.size) + " bytes damaged at offset " +
-               std::to_string(bad),
+      fail(std::string(when) + ": object of " + std::to_string(o.size) +
+               " bytes damaged at offset " + std::to_string(bad),
            reinterpret_cast<void*>(key));
   }
 
@@ -282,7 +285,8 @@ inline std::string run_cross_thread_stress(const HeapOps& ops, int threads, int 
         std::vector<Msg> batch, received;
         for (uint64_t op = 0; op < max_ops_per_thread && !failed; op++) {
           if (op % 64 == 0 && Clock::now() > wave_deadline) break;
-          size_t n = rng() % 100 == 0 ? 300000 + rng() % 700000 : 1 + rng() % (rng() % 4 ? 256 : 4096);
+          size_t n =
+              rng() % 100 == 0 ? 300000 + rng() % 700000 : 1 + rng() % (rng() % 4 ? 256 : 4096);
           void* p = ops.malloc(n);
           if (p == nullptr) return report(std::string(ops.name) + ": malloc returned NULL");
           uint64_t id = next_id++;
@@ -336,8 +340,10 @@ inline std::string run_large_calloc_history(const HeapOps& ops, uint64_t seed, i
       slot[s] = nullptr;
     } else if (kind == 9) {
       slot[s] = ops.realloc(slot[s], n);
-      if (slot[s] == nullptr) error = "realloc returned NULL";
-      else memset(slot[s], 0xAA, n);
+      if (slot[s] == nullptr)
+        error = "realloc returned NULL";
+      else
+        memset(slot[s], 0xAA, n);
     } else {
       ops.free(slot[s]);
       slot[s] = kind < 4 ? ops.malloc(n) : ops.calloc(1, n);
@@ -349,8 +355,8 @@ inline std::string run_large_calloc_history(const HeapOps& ops, uint64_t seed, i
         size_t at = find_nonzero(slot[s], n);
         if (at != SIZE_MAX) {
           std::ostringstream m;
-          m << ops.name << " seed " << seed << " step " << i << ": calloc(1, " << n << ") = " << slot[s]
-            << " has byte " << at << " = 0x" << std::hex
+          m << ops.name << " seed " << seed << " step " << i << ": calloc(1, " << n
+            << ") = " << slot[s] << " has byte " << at << " = 0x" << std::hex
             << static_cast<int>(static_cast<unsigned char*>(slot[s])[at]) << ", not zero";
           error = m.str();
         }

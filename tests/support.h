@@ -73,13 +73,13 @@ inline struct roost_stats stats_snapshot() {
 // For tests of roost's own documented behaviour (diagnostics, C17
 // aligned_alloc, free_sized...): skipped on another allocator, unless
 // ROOST_EXPECT=1 says roost must be there, in which case that is a failure.
-#define REQUIRE_ROOST()                                                              \
-  do {                                                                              \
-    if (!::roost_test::roost_active()) {                                            \
-      if (::roost_test::roost_expected())                                           \
-        FAIL() << "ROOST_EXPECT=1 but roost is not serving this process";           \
-      GTEST_SKIP() << "roost is not active (run with LD_PRELOAD=libroost.so)";      \
-    }                                                                               \
+#define REQUIRE_ROOST()                                                        \
+  do {                                                                         \
+    if (!::roost_test::roost_active()) {                                       \
+      if (::roost_test::roost_expected())                                      \
+        FAIL() << "ROOST_EXPECT=1 but roost is not serving this process";      \
+      GTEST_SKIP() << "roost is not active (run with LD_PRELOAD=libroost.so)"; \
+    }                                                                          \
   } while (0)
 
 // ---------------------------------------------------------------------------
@@ -153,7 +153,8 @@ inline long status_kb(const char* field) {
   std::string line;
   std::string key = std::string(field) + ":";
   while (std::getline(in, line)) {
-    if (line.compare(0, key.size(), key) == 0) return strtol(line.c_str() + key.size(), nullptr, 10);
+    if (line.compare(0, key.size(), key) == 0)
+      return strtol(line.c_str() + key.size(), nullptr, 10);
   }
   return -1;
 }
@@ -164,13 +165,13 @@ inline long status_kb(const char* field) {
 struct ChildResult {
   bool exited = false;  // exited normally (then see exit_code)
   int exit_code = -1;
-  int signal = 0;  // the terminating signal, when killed by one
+  int signal = 0;   // the terminating signal, when killed by one
   std::string err;  // everything the child wrote on stderr
 
   std::string describe() const {
-    std::string s = exited ? "exited with " + std::to_string(exit_code)
-                           : "killed by signal " + std::to_string(signal) + " (" +
-                                 strsignal(signal) + ")";
+    std::string s =
+        exited ? "exited with " + std::to_string(exit_code)
+               : "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
     return s + "; stderr:\n" + err;
   }
 };

@@ -33,11 +33,15 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
     out->messages_received += read(a.messages_received_);
     out->messages_forwarded += read(a.messages_forwarded_);
     out->inbox_drains += read(a.inbox_drains_);
+    out->slab_batches_sent += read(a.slab_batches_sent_);
+    out->slab_batches_received += read(a.slab_batches_received_);
+    out->batchit_evictions += read(a.batchit_evictions_);
   });
   uint64_t alone = heap::unbound_sends();
   out->remote_frees += alone;
   out->messages_sent += alone;
   out->batches_sent += alone;
+  out->slab_batches_sent += alone;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     per_class_frees[sc] += heap::unbound_frees(sc);
     allocs += per_class_allocs[sc];
@@ -47,7 +51,8 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   }
   large::Counters lc = large::counters();
   out->bytes_in_use = static_cast<uint64_t>(small_bytes) + lc.bytes_in_use;
-  out->bytes_committed = chunks::bytes_out();
+  out->bytes_dirty = chunks::dirty_bytes();
+  out->bytes_committed = chunks::bytes_out() + out->bytes_dirty;
   out->bytes_reserved = chunks::reserved_bytes() + meta_arena::reserved_bytes();
   out->allocations = allocs + lc.allocations;
   out->frees = frees + lc.frees;
@@ -81,6 +86,10 @@ void print_stats(bool at_exit) {
       {"messages_received", s.messages_received},
       {"messages_forwarded", s.messages_forwarded},
       {"inbox_drains", s.inbox_drains},
+      {"slab_batches_sent", s.slab_batches_sent},
+      {"slab_batches_received", s.slab_batches_received},
+      {"batchit_evictions", s.batchit_evictions},
+      {"bytes_dirty", s.bytes_dirty},
   };
   for (const auto& row : rows) {
     err::Line line;

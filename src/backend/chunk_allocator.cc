@@ -1,4 +1,12 @@
 // backend/chunk_allocator.cc — implementation of backend/chunk_allocator.h.
+//
+// Decay: dirty chunks sit in two generations of per-order lists.  Releases
+// go to the young generation; every purge delay the old generation is
+// purged (outside the lock) and merged into the buddy lists, and the young
+// one becomes old.  So a chunk stays reusable for one to two delays, and
+// allocation prefers the young (most recently touched) chunks.  The clock is
+// read on these slow paths only; nothing purges while roost is idle (the
+// next allocation or release, or malloc_trim, does).
 #include "backend/chunk_allocator.h"
 
 #include "backend/meta_arena.h"
@@ -18,12 +26,22 @@ struct Region {
   ChunkMeta meta[kGranulesPerRegion];
 };
 
+// A generation of dirty chunks, by order.
+struct DirtyLists {
+  DList<ChunkMeta> by_order[kMaxOrder + 1];
+};
+
 Region* g_regions[kRegionSlots];  // indexed by address >> kRegionBits
 SpinLock g_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
+DirtyLists g_young, g_old;
+uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones the one before
+uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_reserved = 0;
 size_t g_bytes_out = 0;
 size_t g_chunks_out = 0;
+size_t g_dirty = 0;                      // bytes in dirty extents (atomic: read unlocked)
+uint32_t g_dirty_chunks[kMaxOrder + 1];  // per order, both generations (atomic, likewise)
 
 ChunkMeta* add_region() {
   void* mem = os::reserve_aligned(config::kRegion, config::kRegion);
@@ -47,33 +65,8 @@ void push_free(ChunkMeta* m) {
   g_free[m->order].push_front(m);
 }
 
-}  // namespace
-
-ChunkMeta* meta_of(uintptr_t addr) {
-  Region* r = __atomic_load_n(&g_regions[addr >> config::kRegionBits], __ATOMIC_ACQUIRE);
-  return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
-}
-
-ChunkMeta* alloc(unsigned order) {
-  LockGuard guard(g_lock);
-  ChunkMeta* m = nullptr;
-  for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
-  if (m == nullptr) m = add_region();
-  if (m == nullptr) return nullptr;
-  split(m, order, [](ChunkMeta* upper) { push_free(upper); });
-  m->kind = ChunkKind::kUnused;
-  __atomic_fetch_add(&g_bytes_out, size_t{1} << order, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED);
-  return m;
-}
-
-void release(ChunkMeta* m, size_t dirty_bytes) {
-  if (dirty_bytes != 0)
-    os::purge(reinterpret_cast<void*>(m->base), dirty_bytes,
-              options::get(options::kPurgeZero) != 0);
-  LockGuard guard(g_lock);
-  __atomic_fetch_sub(&g_bytes_out, size_t{1} << m->order, __ATOMIC_RELAXED);
-  __atomic_fetch_sub(&g_chunks_out, 1, __ATOMIC_RELAXED);
+// Puts a clean chunk in the buddy lists, merging it with free buddies.
+void merge_free(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
@@ -88,10 +81,200 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   push_free(m);
 }
 
+size_t dirty_extent(const ChunkMeta* m) { return size_t{m->dirty_pages} * config::kPageSize; }
+
+// Counts a chunk into (+1) or out of (-1) the dirty generations.
+void count_dirty(const ChunkMeta* m, int sign) {
+  __atomic_fetch_add(&g_dirty, static_cast<size_t>(sign) * dirty_extent(m), __ATOMIC_RELAXED);
+  __atomic_fetch_add(&g_dirty_chunks[m->order], static_cast<uint32_t>(sign), __ATOMIC_RELAXED);
+}
+
+void push_dirty(ChunkMeta* m) {
+  m->kind = ChunkKind::kDirty;
+  m->dirty_epoch = g_epoch;
+  g_young.by_order[m->order].push_front(m);
+  count_dirty(m, +1);
+}
+
+// The list a dirty chunk is on: chunks older than the old generation have
+// been purged, so its epoch tells young from old.
+DList<ChunkMeta>& list_of(const ChunkMeta* m) {
+  DirtyLists& gen = m->dirty_epoch == g_epoch ? g_young : g_old;
+  return gen.by_order[m->order];
+}
+
+// Puts a dirty chunk in the young generation, merged with dirty buddies
+// (the merged extent covers both parts), so that released slabs of one size
+// can serve requests of another without fresh memory.
+void merge_dirty(ChunkMeta* m) {
+  while (m->order < kMaxOrder) {
+    uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
+    ChunkMeta* buddy = meta_of(buddy_base);
+    if (buddy->kind != ChunkKind::kDirty || buddy->order != m->order) break;
+    list_of(buddy).remove(buddy);
+    count_dirty(buddy, -1);
+    ChunkMeta* lower = buddy_base < m->base ? buddy : m;
+    ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    if (upper->dirty_pages != 0)
+      lower->dirty_pages = static_cast<uint32_t>(
+          ((size_t{1} << lower->order) >> config::kPageBits) + upper->dirty_pages);
+    upper->kind = ChunkKind::kUnused;
+    lower->order++;
+    m = lower;
+  }
+  push_dirty(m);
+}
+
+// Takes every chunk of `gen` into one list (linked through `next`).
+ChunkMeta* detach(DirtyLists& gen) {
+  ChunkMeta* all = nullptr;
+  for (DList<ChunkMeta>& list : gen.by_order) {
+    while (ChunkMeta* m = list.pop_front()) {
+      count_dirty(m, -1);
+      m->kind = ChunkKind::kUnused;  // in transit: not found by merges
+      m->next = all;
+      all = m;
+    }
+  }
+  return all;
+}
+
+// Called with the lock held; returns with it held.  Purges `list` with the
+// lock dropped (madvise is a system call), then merges it.
+void purge_and_merge(ChunkMeta* list) {
+  if (list == nullptr) return;
+  g_lock.unlock();
+  bool zero = options::get(options::kPurgeZero) != 0;
+  for (ChunkMeta* m = list; m != nullptr; m = m->next)
+    os::purge(reinterpret_cast<void*>(m->base), dirty_extent(m), zero);
+  g_lock.lock();
+  while (list != nullptr) {
+    ChunkMeta* next = list->next;
+    list->dirty_pages = 0;
+    merge_free(list);
+    list = next;
+  }
+}
+
+// Ages the generations when a purge delay has passed since the last time,
+// or at once when dirty memory passes its cap.  Lock held.
+void decay(uint64_t now) {
+  uint64_t delay = options::get(options::kPurgeDelayMs) * 1000000u;
+  bool over_cap = dirty_bytes() > config::kMaxDirtyBytes;
+  if (now - g_rotated_ns < delay && !over_cap) return;
+  ChunkMeta* old = detach(g_old);
+  for (unsigned o = 0; o <= kMaxOrder; o++) {
+    // The young lists become the old ones (swap heads: O(orders)).
+    ChunkMeta* head = g_young.by_order[o].head;
+    g_young.by_order[o].head = nullptr;
+    g_old.by_order[o].head = head;
+  }
+  g_epoch++;
+  g_rotated_ns = now;
+  purge_and_merge(old);
+  if (dirty_bytes() > config::kMaxDirtyBytes) purge_and_merge(detach(g_old));
+}
+
+// A dirty chunk of at least `order`, split down to it; nullptr if none.
+ChunkMeta* take_dirty(unsigned order) {
+  for (DirtyLists* gen : {&g_young, &g_old}) {
+    for (unsigned j = order; j <= kMaxOrder; j++) {
+      ChunkMeta* m = gen->by_order[j].pop_front();
+      if (m == nullptr) continue;
+      count_dirty(m, -1);
+      size_t dirty = dirty_extent(m);
+      split(m, order, [&](ChunkMeta* upper) {
+        // The upper piece holds whatever part of the dirty extent reaches it.
+        size_t offset = upper->base - m->base;
+        size_t size = size_t{1} << upper->order;
+        size_t piece = dirty > offset ? dirty - offset : 0;
+        if (piece > size) piece = size;
+        upper->dirty_pages = static_cast<uint32_t>(piece / config::kPageSize);
+        if (piece == 0)
+          push_free(upper);  // its lower buddy is out: nothing to merge with
+        else
+          push_dirty(upper);
+      });
+      size_t size = size_t{1} << order;
+      m->dirty_pages = static_cast<uint32_t>((dirty < size ? dirty : size) / config::kPageSize);
+      return m;
+    }
+  }
+  return nullptr;
+}
+
+void note_out(unsigned order) {
+  __atomic_fetch_add(&g_bytes_out, size_t{1} << order, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+ChunkMeta* meta_of(uintptr_t addr) {
+  Region* r = __atomic_load_n(&g_regions[addr >> config::kRegionBits], __ATOMIC_ACQUIRE);
+  return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
+}
+
+ChunkMeta* alloc(unsigned order) {
+  uint64_t now = os::now_ns();
+  LockGuard guard(g_lock);
+  decay(now);
+  ChunkMeta* m = take_dirty(order);
+  if (m == nullptr) {
+    for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
+    if (m == nullptr) m = add_region();
+    if (m == nullptr) return nullptr;
+    split(m, order, [](ChunkMeta* upper) { push_free(upper); });
+    m->dirty_pages = 0;
+  }
+  m->kind = ChunkKind::kUnused;
+  note_out(order);
+  return m;
+}
+
+bool has_dirty(unsigned order) {
+  for (unsigned j = order; j <= kMaxOrder; j++)
+    if (__atomic_load_n(&g_dirty_chunks[j], __ATOMIC_RELAXED) != 0) return true;
+  return false;
+}
+
+void release(ChunkMeta* m, size_t dirty_bytes) {
+  uint64_t now = os::now_ns();
+  size_t size = size_t{1} << m->order;
+  if (dirty_bytes > size) dirty_bytes = size;
+  m->dirty_pages =
+      static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) / config::kPageSize);
+  LockGuard guard(g_lock);
+  __atomic_fetch_sub(&g_bytes_out, size, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&g_chunks_out, 1, __ATOMIC_RELAXED);
+  if (m->dirty_pages == 0)
+    merge_free(m);
+  else
+    merge_dirty(m);
+  decay(now);
+}
+
+bool purge_all() {
+  LockGuard guard(g_lock);
+  ChunkMeta* all = detach(g_old);
+  ChunkMeta* young = detach(g_young);
+  if (all == nullptr) {
+    all = young;
+  } else {
+    ChunkMeta* tail = all;
+    while (tail->next != nullptr) tail = tail->next;
+    tail->next = young;
+  }
+  bool any = all != nullptr;
+  purge_and_merge(all);
+  return any;
+}
+
 void note_split_piece() { __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED); }
 
 size_t reserved_bytes() { return __atomic_load_n(&g_reserved, __ATOMIC_RELAXED); }
 size_t bytes_out() { return __atomic_load_n(&g_bytes_out, __ATOMIC_RELAXED); }
+size_t dirty_bytes() { return __atomic_load_n(&g_dirty, __ATOMIC_RELAXED); }
 size_t chunks_out() { return __atomic_load_n(&g_chunks_out, __ATOMIC_RELAXED); }
 
 void lock_for_fork() { g_lock.lock(); }

@@ -2,9 +2,13 @@
 // regions, buddy style.
 //
 // Owns: the regions (1 GiB, aligned, lazily committed), their ChunkMeta
-// tables, and the buddy free lists with coalescing.  Every chunk handed out
-// is naturally aligned to its size and reads as zero.  Must never: be called
-// on a fast path (it takes a lock), or decide what chunks are used for.
+// tables, the buddy free lists with coalescing, and the decay of released
+// memory: a released chunk stays "dirty" (its pages resident, reusable
+// without a page fault) for one to two purge delays (ROOST_PURGE_DELAY),
+// then is purged and merged with its free buddies.  Every chunk handed out is
+// naturally aligned to its size; its first `dirty_pages` pages may hold old
+// bytes, the rest reads as zero.  Must never: be called on a fast path (it
+// takes a lock), decide what chunks are used for, or purge under its lock.
 #pragma once
 
 #include "backend/chunk_meta.h"
@@ -18,13 +22,24 @@ inline constexpr unsigned kMaxOrder = config::kRegionBits;
 // The metadata record of the granule at `addr`, which must lie in a region.
 ChunkMeta* meta_of(uintptr_t addr);
 
-// A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder), zeroed, with
-// kind kUnused and `base`/`order` set; nullptr when the OS refuses memory.
+// A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder) with kind
+// kUnused and `base`/`order`/`dirty_pages` set: recently released memory
+// first (dirty_pages > 0: that many leading pages may hold old bytes), else
+// memory that reads as zero (dirty_pages == 0).  nullptr when the OS refuses.
 ChunkMeta* alloc(unsigned order);
 
-// Returns a chunk to the free lists, merging it with free buddies.  The first
-// `dirty_bytes` of it are purged first so that free chunks read as zero.
+// Is a released, unpurged chunk of at least this order at hand?  A hint,
+// read without the lock: callers choose between reusing one and a batch.
+bool has_dirty(unsigned order);
+
+// Returns a chunk whose first `dirty_bytes` may have been written (since it
+// was handed out, plus its `dirty_pages` then: the caller's account).  Untouched
+// chunks merge with their free buddies at once; dirty ones wait to be reused
+// or purged (see the top of this file).
 void release(ChunkMeta* m, size_t dirty_bytes);
+
+// Purges every dirty chunk now (malloc_trim); true if there was any.
+bool purge_all();
 
 // Splits the chunk `m` down to `order`, calling keep(piece) for each upper
 // piece split off (kind kUnused, base/order set).  Used by caches that took a
@@ -56,6 +71,7 @@ void split_out(ChunkMeta* m, unsigned order, Keep&& keep) {
 // Counters for statistics.
 size_t reserved_bytes();  // address space of all regions
 size_t bytes_out();       // bytes in chunks handed out (not in free lists)
+size_t dirty_bytes();     // bytes released but not purged yet (resident)
 size_t chunks_out();
 
 void lock_for_fork();

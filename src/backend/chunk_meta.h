@@ -15,6 +15,7 @@ namespace roost {
 enum class ChunkKind : uint8_t {
   kUnused = 0,  // never handed out, or inside a larger block
   kFree,        // in the backend's buddy free lists (purged, reads as zero)
+  kDirty,       // released to the backend, not purged yet (not merged)
   kCached,      // held free by an allocator's or the large cache (dirty)
   kSlab,        // small objects of one size class, owned by one allocator
   kLarge,       // one large object inside a region
@@ -22,7 +23,7 @@ enum class ChunkKind : uint8_t {
 };
 
 enum class SlabState : uint8_t {
-  kSleeping = 0,  // free objects handed out; woken after `wake` frees
+  kSleeping = 0,  // free objects handed out; `needed` counts frees to wake
   kAvailable,     // on its allocator's available list; `needed` counts to empty
 };
 
@@ -37,9 +38,12 @@ struct alignas(64) ChunkMeta {
   int32_t needed;         // slab: frees until the next state change
   uint8_t sizeclass;      // slab: size class
   ChunkKind kind;
-  uint8_t order;    // log2 of the chunk size (huge: log2 of granules span)
-  SlabState state;  // slab: see SlabState
-  uintptr_t base;   // first byte of the chunk
+  uint8_t order;  // log2 of the chunk size (huge: log2 of granules span)
+  union {
+    SlabState state;      // slab: see SlabState
+    uint8_t dirty_epoch;  // dirty: the backend's epoch when it was released
+  };
+  uintptr_t base;  // first byte of the chunk
   union {
     uint64_t recip;       // slab: ceil(2^42 / object size)
     uint64_t large_size;  // large, huge: usable bytes
@@ -47,7 +51,7 @@ struct alignas(64) ChunkMeta {
   uint32_t obj_size;  // slab: object size
   union {
     uint32_t carved;       // slab: objects carved from the bump tail so far
-    uint32_t dirty_pages;  // large: pages written since the chunk was last purged
+    uint32_t dirty_pages;  // large, dirty: pages written since the chunk was last purged
   };
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;

@@ -72,24 +72,25 @@ void* alloc_huge(size_t usable, size_t align) {
 
 }  // namespace
 
-void* alloc(size_t size, size_t align, bool* zeroed) {
+void* alloc(size_t size, size_t align, size_t* dirty) {
   size_t usable = bits::align_up(size, config::kPageSize);
   size_t span = usable > align ? usable : align;
   if (span > config::kRegion) {
-    *zeroed = true;
+    *dirty = 0;  // fresh from mmap
     return alloc_huge(usable, align);
   }
   unsigned order = bits::log2_ceil(span);
   if (order < chunks::kMinOrder) order = chunks::kMinOrder;
   ChunkMeta* m = take_cached(order);
-  // Chunks from the backend were never touched or were purged; with
-  // MADV_FREE purging they may still hold old bytes.
-  *zeroed = m == nullptr && options::get(options::kPurgeZero) != 0;
   if (m == nullptr) {
     m = chunks::alloc(order);
     if (m == nullptr) return nullptr;
-    m->dirty_pages = 0;
+    // Beyond its dirty extent a backend chunk was never touched or was
+    // purged; with MADV_FREE purging it may still hold old bytes.
+    if (options::get(options::kPurgeZero) == 0)
+      m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
   }
+  *dirty = dirty_bytes(m);
   note_dirty(m, usable);
   m->kind = ChunkKind::kLarge;
   m->owner = kNoOwner;

@@ -13,9 +13,9 @@
 namespace roost::large {
 
 // An object of at least `size` bytes aligned to `align` (power of two).
-// *zeroed tells whether its memory is known to read as zero.  nullptr when
-// the OS refuses memory.
-void* alloc(size_t size, size_t align, bool* zeroed);
+// *dirty: how many of its leading bytes may hold old data (the rest reads
+// as zero).  nullptr when the OS refuses memory.
+void* alloc(size_t size, size_t align, size_t* dirty);
 
 // Frees the large or huge object whose metadata is `m`.
 void free(ChunkMeta* m);

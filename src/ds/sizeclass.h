@@ -58,11 +58,14 @@ constexpr ClassInfo make_info(unsigned sc) {
   size_t capacity = (size_t{1} << slab_bits) / size;
   size_t wake = capacity >> config::kWakeShift;
   if (wake == 0) wake = 1;
-  // Carve about a page at a time, but at least `wake` objects, so a slab
-  // put to sleep after its first carve can always wake.
+  // Carve a page at a time; small pages' worth of big objects are topped up
+  // to kMinCarveObjects within kMaxCarveBytes, and at least one object.
   size_t carve = config::kCarveBytes / size;
-  if (carve < config::kMinCarveObjects) carve = config::kMinCarveObjects;
-  if (carve < wake) carve = wake;
+  if (carve < config::kMinCarveObjects) {
+    carve = config::kMaxCarveBytes / size;
+    if (carve > config::kMinCarveObjects) carve = config::kMinCarveObjects;
+    if (carve == 0) carve = 1;
+  }
   if (carve > capacity) carve = capacity;
   uint64_t recip = ((uint64_t{1} << kRecipShift) + size - 1) / size;
   return ClassInfo{static_cast<uint32_t>(size),     static_cast<uint8_t>(slab_bits),

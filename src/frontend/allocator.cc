@@ -19,8 +19,10 @@
 namespace roost {
 
 namespace {
-constexpr unsigned kBatchOrder = 20;  // take 1 MiB from the backend at a time
-}
+// Take 512 KiB from the backend at a time (the default reserve's size), so
+// most slabs cost no lock.
+constexpr unsigned kBatchOrder = 19;
+}  // namespace
 
 void* Allocator::alloc_refill(FreeObject** slot) {
   // Only the fast path calls this, always on the thread's own allocator.
@@ -49,11 +51,24 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
   // The active slab has no free objects, so it is asleep (an awake slab
   // holds free objects until taken): switching away strands nothing.
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-  ChunkMeta* m = available_[sc].pop_front();
-  if (m != nullptr) {
-    active_[sc] = m;
-    take(m, sc);
-    return pop_fast(sc);
+  ChunkMeta* m;
+  for (unsigned round = 0;; round++) {
+    m = available_[sc].pop_front();
+    if (m != nullptr) {
+      active_[sc] = m;
+      take(m, sc);
+      return pop_fast(sc);
+    }
+    // Objects freed elsewhere may still wait in the inbox: fresh memory
+    // (which grows the footprint) only once it reads empty, or after a
+    // bounded number of further visits.
+    if (round == config::kInboxVisitsBeforeFreshMemory || !inbox_.maybe_nonempty()) break;
+    drain_inbox(false);
+    m = active_[sc];
+    if (m != nullptr && m->free_head != nullptr) {
+      take(m, sc);
+      return pop_fast(sc);
+    }
   }
   m = active_[sc];
   if (m == nullptr || m->carved == info.capacity) {
@@ -67,7 +82,7 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
     m->sizeclass = static_cast<uint8_t>(sc);
     m->kind = ChunkKind::kSlab;
     m->state = SlabState::kSleeping;
-    m->needed = static_cast<int32_t>(info.wake);
+    m->needed = 0;  // nothing carved yet: carve() sets the wake count
     m->recip = info.recip;
     m->obj_size = info.size;
     m->carved = 0;
@@ -80,12 +95,12 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
 }
 
 void Allocator::take(ChunkMeta* m, unsigned sc) {
-  // All the slab's free objects move to the fast list; it sleeps until
-  // `wake` more come back.  Carved objects are now all out: carved >= wake.
+  // All the slab's free objects move to the fast list; every carved object
+  // is now out, and the slab sleeps until wake_count() of them come back.
   fast_[sc] = m->free_head;
   m->free_head = nullptr;
   m->state = SlabState::kSleeping;
-  m->needed = static_cast<int32_t>(sizeclass::kInfo.info[sc].wake);
+  m->needed = static_cast<int32_t>(wake_count(m));
 }
 
 void Allocator::carve(ChunkMeta* m, unsigned sc) {
@@ -94,9 +109,11 @@ void Allocator::carve(ChunkMeta* m, unsigned sc) {
   uint32_t count = info.carve < left ? info.carve : left;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * info.size;
   fast_[sc] = freelist::build(first, info.size, count, fast_[sc]);
-  // Only an asleep slab is carved (see refill_from_other_slab), and its
-  // `needed` counts frees to wake, which carving does not change.
+  // Only an asleep slab is carved (see refill_from_other_slab).  Its wake
+  // count may grow with the objects out: `needed` grows by as much.
+  uint32_t before = wake_count(m);
   m->carved += count;
+  m->needed += static_cast<int32_t>(wake_count(m) - before);
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
@@ -112,7 +129,10 @@ void Allocator::update_slab_state(ChunkMeta* m) {
   // first.  Every other awake slab is.
   bool active = m == active_[sc];
   if (m->state == SlabState::kSleeping) {
-    uint32_t in_use = m->carved - sizeclass::kInfo.info[sc].wake;
+    // A batch may have brought more than the wake count: `needed` is then
+    // below zero by the surplus.
+    uint32_t returned = wake_count(m) + static_cast<uint32_t>(-m->needed);
+    uint32_t in_use = m->carved - returned;
     m->state = SlabState::kAvailable;
     m->needed = static_cast<int32_t>(in_use);
     if (!active) available_[sc].push_front(m);
@@ -160,10 +180,15 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
     chunks::split_out(m, order, keep_clean);
     return m;
   }
-  // Nothing cached: take a batch from the backend when the reserve has room
-  // for the rest, so most slabs cost no lock.
+  // Nothing cached is big enough.  What is cached goes back to the backend,
+  // where it merges with its released buddies and can serve this request
+  // (the reserve is for reuse, not for holding pieces too small to use).
+  trim_chunk_cache(0);
+  // Then released memory that can serve this order, resident already; else
+  // a batch when the reserve has room for the rest, so most slabs cost no
+  // lock.
   unsigned take = order;
-  if (order < kBatchOrder &&
+  if (order < kBatchOrder && !chunks::has_dirty(order) &&
       chunk_cache_bytes_ + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))
     take = kBatchOrder;
   ChunkMeta* m = chunks::alloc(take);

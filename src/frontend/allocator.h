@@ -19,7 +19,9 @@
 #include "ds/freelist.h"
 #include "ds/mpsc_queue.h"
 #include "ds/sizeclass.h"
+#include "ds/slab_batch.h"
 #include "frontend/outbox.h"
+#include "frontend/remote_cache.h"
 
 namespace roost {
 
@@ -36,17 +38,23 @@ class Allocator {
   DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
   size_t chunk_cache_bytes_;
   // Message passing: objects other allocators freed, sent home here, and
-  // objects this allocator freed for others, waiting to be posted.
+  // objects this allocator freed for others, collected by slab (BatchIt)
+  // and waiting to be posted.
   MpscQueue inbox_;
   Outbox outbox_;
+  RemoteCache remote_cache_;
   size_t outbox_limit_;             // ROOST_OUTBOX_BYTES, cached at bind
   uint32_t remote_frees_to_check_;  // remote frees until the next inbox visit
+  bool batchit_;                    // ROOST_BATCHIT, cached at bind
   bool draining_;                   // inside drain_inbox
   uint64_t remote_frees_;
-  uint64_t messages_sent_;
-  uint64_t batches_sent_;
-  uint64_t messages_received_;
-  uint64_t messages_forwarded_;
+  uint64_t messages_sent_;          // objects posted, forwarded ones included
+  uint64_t batches_sent_;           // inbox enqueues
+  uint64_t slab_batches_sent_;      // batch messages posted, forwarded ones included
+  uint64_t batchit_evictions_;      // batches evicted from the cache to make room
+  uint64_t messages_received_;      // objects
+  uint64_t slab_batches_received_;  // batch messages
+  uint64_t messages_forwarded_;     // objects
   uint64_t inbox_drains_;
   uint64_t slabs_;          // slabs currently owned
   uint32_t id_;             // dense id, recycled with the allocator
@@ -72,10 +80,19 @@ class Allocator {
   }
 
   // Puts `p` back on its slab's free list (uncounted: the freeing thread
-  // counted it).
+  // counted it).  `needed` is positive whenever an object of the slab is
+  // out, so one free brings it at most to zero.
   ROOST_INLINE void return_to_slab(ChunkMeta* m, void* p) {
     freelist::push(m->free_head, p);
     if (ROOST_UNLIKELY(--m->needed == 0)) slab_event(m);
+  }
+
+  // Splices a batch of objects of slab `m` into its free list: constant
+  // time whatever the batch holds; it may overshoot `needed` below zero.
+  ROOST_INLINE void return_batch_to_slab(ChunkMeta* m, const slab_batch::Batch& b) {
+    m->free_head = slab_batch::splice(b, m->free_head);
+    m->needed -= static_cast<int32_t>(b.count);
+    if (ROOST_UNLIKELY(m->needed <= 0)) slab_event(m);
   }
 
   // Slow paths.
@@ -91,7 +108,8 @@ class Allocator {
   // For a thread without an allocator (past its exit hook): posts `p` to
   // its owner's inbox alone.
   static void send_alone(ChunkMeta* m, void* p);
-  // Posts every outbox bucket (forwarding rounds included).
+  // Posts the remote cache's batches and every outbox bucket (forwarding
+  // rounds included).
   void flush_outbox();
   // Takes messages from the inbox: at most kInboxBudget, or all of them
   // (until the inbox reads empty) when `all`.
@@ -107,6 +125,8 @@ class Allocator {
   // Files a message for the allocator `dest` under the bucket its id selects
   // at `shift`.
   void file_message(Allocator* dest, QueueNode* node, unsigned shift);
+  // Seals a batch of objects of slab `m` and files it for the slab's owner.
+  void post_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
   void take(ChunkMeta* m, unsigned sc);
   void update_slab_state(ChunkMeta* m);
@@ -123,6 +143,14 @@ class Allocator {
 };
 
 ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p);
+
+// Frees that wake a sleeping slab: the class's wake threshold, or every
+// object carved so far when fewer are out (a slab carved a few big objects
+// at a time must still wake, and go back when they all return).
+ROOST_INLINE uint32_t wake_count(const ChunkMeta* m) {
+  uint32_t wake = sizeclass::kInfo.info[m->sizeclass].wake;
+  return m->carved < wake ? m->carved : wake;
+}
 
 // The free fast path checks 16-byte alignment (inside
 // pagemap::lookup_aligned); the exact test (below) costs a multiply chain,

@@ -63,6 +63,10 @@ void on_thread_exit(void* arg) {
   t_alloc = &g_unbound;
   t_exited = true;
   a->settle();
+  // Its reserve of empty chunks goes back to the backend, where any thread
+  // reuses it (resident for a purge delay): a pooled allocator holds only
+  // slabs with objects still out.
+  a->trim_chunk_cache(0);
   release(a);
 }
 
@@ -90,6 +94,7 @@ Allocator* bind() {
   Allocator* a = acquire();
   if (a == nullptr) return nullptr;
   a->outbox_limit_ = options::get(options::kOutboxBytes);
+  a->batchit_ = options::get(options::kBatchIt) != 0;
   a->remote_frees_to_check_ = config::kRemoteFreesPerInboxCheck;
   t_alloc = a;
   os::arm_thread_exit_hook(a);

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "platform/error.h"
 
@@ -39,13 +40,13 @@ void* alloc_large(size_t size, size_t align, bool zero) {
     errno = ENOMEM;
     return nullptr;
   }
-  bool zeroed = false;
-  void* p = large::alloc(size, align, &zeroed);
+  size_t dirty = 0;
+  void* p = large::alloc(size, align, &dirty);
   if (p == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (zero && !zeroed) __builtin_memset(p, 0, size);
+  if (zero && dirty != 0) __builtin_memset(p, 0, dirty < size ? dirty : size);
   return p;
 }
 
@@ -141,7 +142,8 @@ void* resize(void* p, size_t size) {
 
 bool trim() {
   bool released = pool::trim_all();
-  return large::trim() || released;
+  released |= large::trim();
+  return chunks::purge_all() || released;
 }
 
 }  // namespace roost::heap

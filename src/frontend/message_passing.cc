@@ -1,12 +1,14 @@
 // frontend/message_passing.cc — frees between allocators.
 //
-// Owns: filing another allocator's objects in the outbox, posting the
-// outbox (with home-bucket forwarding rounds), taking messages from the
-// inbox (bounded per visit; objects owned elsewhere are forwarded), and
-// settling both at thread exit and trim.  Must never: touch another
-// allocator's slabs or outbox; post with anything but one exchange per
-// bucket.
+// Owns: filing another allocator's objects (through the BatchIt cache, or
+// one by one when it is off) in the outbox, posting the outbox (with
+// home-bucket forwarding rounds), taking messages from the inbox (bounded
+// per visit; each message is a batch of one slab, spliced home in constant
+// time or forwarded whole), and settling both at thread exit and trim.
+// Must never: touch another allocator's slabs or outbox; post with anything
+// but one exchange per bucket.
 #include "backend/pagemap.h"
+#include "ds/slab_batch.h"
 #include "frontend/allocator.h"
 
 namespace roost {
@@ -21,12 +23,24 @@ void Allocator::file_message(Allocator* dest, QueueNode* node, unsigned shift) {
   outbox_.add((dest->id_ >> shift) & Outbox::kMask, node);
 }
 
+void Allocator::post_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
+  file_message(static_cast<Allocator*>(m->owner), slab_batch::seal(head, tail, count), 0);
+  slab_batches_sent_++;
+}
+
 void Allocator::free_remote(ChunkMeta* m, void* p) {
-  auto* node = reinterpret_cast<QueueNode*>(p);
-  file_message(static_cast<Allocator*>(m->owner), node, 0);
+  // The cache's bytes count against the outbox threshold like the outbox's.
   outbox_.bytes += m->obj_size;
   remote_frees_++;
   messages_sent_++;
+  auto* o = static_cast<FreeObject*>(p);
+  RemoteCache::Entry evicted;
+  if (!config::kBatchIt || !batchit_) {
+    post_batch(m, o, o, 1);
+  } else if (remote_cache_.add(m, p, &evicted)) {
+    post_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
+    batchit_evictions_++;
+  }
   if (ROOST_UNLIKELY(outbox_.bytes >= outbox_limit_)) flush_outbox();
   // A thread that only frees others' objects still visits its own inbox.
   if (ROOST_UNLIKELY(--remote_frees_to_check_ == 0)) {
@@ -36,11 +50,16 @@ void Allocator::free_remote(ChunkMeta* m, void* p) {
 }
 
 void Allocator::send_alone(ChunkMeta* m, void* p) {
-  auto* node = reinterpret_cast<QueueNode*>(p);
+  auto* o = static_cast<FreeObject*>(p);
+  QueueNode* node = slab_batch::seal(o, o, 1);
   static_cast<Allocator*>(m->owner)->inbox_.enqueue(node, node);
 }
 
 void Allocator::flush_outbox() {
+  if constexpr (config::kBatchIt) {
+    remote_cache_.flush(
+        [this](const RemoteCache::Entry& e) { post_batch(e.slab, e.head, e.tail, e.count); });
+  }
   // Round r sends every bucket but the home one (this allocator's id bits
   // at the round's shift) to the owner of its first object; the home
   // bucket's objects share those bits with us but belong to others, so they
@@ -67,32 +86,40 @@ void Allocator::flush_outbox() {
 }
 
 void Allocator::drain_inbox(bool all) {
+  uint64_t batches = 0;
   uint64_t received = 0;
   uint64_t forwarded = 0;
-  draining_ = true;  // return_to_slab must not come back here
+  uint64_t forwarded_batches = 0;
+  draining_ = true;  // slab_event must not come back here
   for (;;) {
-    if (!all && received == config::kInboxBudget) break;
+    if (!all && batches == config::kInboxBudget) break;
     QueueNode* node = inbox_.dequeue();
     if (node == nullptr) break;
-    received++;
+    batches++;
+    slab_batch::Batch b = slab_batch::open(node);
+    received += b.count;
     ChunkMeta* m = pagemap::lookup(node);
     auto* owner = static_cast<Allocator*>(m->owner);
     if (owner == this) {
-      return_to_slab(m, node);
+      return_batch_to_slab(m, b);
     } else {
-      // Sent here because our id shares the owner's low bits: pass it on.
+      // Sent here because our id shares the owner's low bits: pass the
+      // whole batch on.
       file_message(owner, node, 0);
-      outbox_.bytes += m->obj_size;
-      forwarded++;
+      outbox_.bytes += size_t{b.count} * m->obj_size;
+      forwarded += b.count;
+      forwarded_batches++;
     }
   }
   draining_ = false;
-  if (received == 0) return;
+  if (batches == 0) return;
   inbox_drains_++;
   messages_received_ += received;
+  slab_batches_received_ += batches;
   if (forwarded != 0) {
     messages_forwarded_ += forwarded;
     messages_sent_ += forwarded;
+    slab_batches_sent_ += forwarded_batches;
     // Forwarded messages go on at once: the sender's flush already waited
     // for a full outbox, and this thread may not free anything for a while.
     flush_outbox();

@@ -74,15 +74,17 @@ class Ledger {
     if (it == by_tag_.end()) return out;
     for (const auto& sku : it->second) out.push_back(items_.at(sku));
     std::sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
-      return std::tie(a.category, a.price_cents, a.sku) < std::tie(b.category, b.price_cents, b.sku);
+      return std::tie(a.category, a.price_cents, a.sku) <
+             std::tie(b.category, b.price_cents, b.sku);
     });
     return out;
   }
 
   int64_t total_value() const {
-    return std::accumulate(items_.begin(), items_.end(), int64_t{0}, [](int64_t acc, const auto& kv) {
-      return acc + kv.second.price_cents * kv.second.quantity;
-    });
+    return std::accumulate(items_.begin(), items_.end(), int64_t{0},
+                           [](int64_t acc, const auto& kv) {
+                             return acc + kv.second.price_cents * kv.second.quantity;
+                           });
   }
 
   std::map<Category, std::vector<std::string>> skus_by_category() const {
@@ -190,7 +192,8 @@ std::map<std::string, int> word_counts(const std::string& s) {
 std::vector<std::pair<std::string, int>> top_words(const std::string& s, size_t n) {
   auto counts = word_counts(s);
   std::vector<std::pair<std::string, int>> v(counts.begin(), counts.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   if (v.size() > n) v.resize(n);
   return v;
 }
@@ -230,10 +233,12 @@ std::string run_everything(const std::string& input) {
   }
   graph::Graph<std::string> g;
   auto words = text::split(input, ' ');
-  for (size_t k = 1; k < words.size(); k++) g.add_edge(words[k - 1], words[k], static_cast<int64_t>(k % 5 + 1));
+  for (size_t k = 1; k < words.size(); k++)
+    g.add_edge(words[k - 1], words[k], static_cast<int64_t>(k % 5 + 1));
   std::ostringstream s;
   s << ledger.report() << ledger.total_value() << '\n';
-  for (const auto& [w, d] : g.shortest_paths(words.empty() ? "" : words[0])) s << w << '=' << d << ' ';
+  for (const auto& [w, d] : g.shortest_paths(words.empty() ? "" : words[0]))
+    s << w << '=' << d << ' ';
   s << text::join(words, "+") << '\n';
   for (const auto& [w, c] : text::top_words(input, 10)) s << w << ':' << c << '\n';
   return s.str();

@@ -1,13 +1,16 @@
 // The buddy chunk allocator: natural alignment, no overlap, zeroed memory,
-// coalescing back to whole blocks, counters.
+// coalescing back to whole blocks, decay of released memory, counters.
 #include "backend/chunk_allocator.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "backend/pagemap.h"
+#include "options.h"
 
 using namespace roost;
 
@@ -31,6 +34,7 @@ TEST(ChunkAllocator, ChunksAreNaturallyAlignedDisjointAndZero) {
   for (size_t i = 1; i < got.size(); i++)
     ASSERT_LE(got[i - 1]->base + (size_t{1} << got[i - 1]->order), got[i]->base);
   for (ChunkMeta* m : got) chunks::release(m, size_t{1} << m->order);
+  chunks::purge_all();
 }
 
 TEST(ChunkAllocator, FreedBuddiesCoalesceIntoTheBlockTheyCameFrom) {
@@ -55,19 +59,138 @@ TEST(ChunkAllocator, FreedBuddiesCoalesceIntoTheBlockTheyCameFrom) {
   chunks::release(again, 0);
 }
 
-TEST(ChunkAllocator, ReleasedDirtyMemoryReadsAsZero) {
+// A released chunk stays resident and is handed out again as it is (no
+// page faults); purging makes it read as zero.
+TEST(ChunkAllocator, ReleasedChunksAreReusedUnpurgedThenPurged) {
+  chunks::purge_all();
   ChunkMeta* m = chunks::alloc(16);
   ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->dirty_pages, 0u);
   char* bytes = reinterpret_cast<char*>(m->base);
   bytes[0] = 1;
   bytes[65535] = 2;
   uintptr_t base = m->base;
+  size_t dirty_before = chunks::dirty_bytes();
   chunks::release(m, size_t{1} << 16);
+  EXPECT_EQ(chunks::dirty_bytes(), dirty_before + (size_t{1} << 16));
+  EXPECT_TRUE(chunks::has_dirty(16));
   ChunkMeta* again = chunks::alloc(16);
   ASSERT_EQ(again->base, base);
+  EXPECT_EQ(again->dirty_pages, 16u);  // says so: it may hold old bytes...
+  EXPECT_EQ(bytes[0], 1);              // ...and it does: not purged
+  EXPECT_EQ(bytes[65535], 2);
+  EXPECT_EQ(chunks::dirty_bytes(), dirty_before);
+  chunks::release(again, 4096);  // only the first page written
+  EXPECT_TRUE(chunks::purge_all());
+  EXPECT_EQ(chunks::dirty_bytes(), 0u);
+  EXPECT_FALSE(chunks::has_dirty(16));
   EXPECT_EQ(bytes[0], 0);
-  EXPECT_EQ(bytes[65535], 0);
+  EXPECT_FALSE(chunks::purge_all());
+}
+
+// Dirty memory is purged by the allocations and releases that come one to
+// two purge delays after it was released.
+TEST(ChunkAllocator, DirtyChunksArePurgedAfterTheDelay) {
+  chunks::purge_all();
+  uint64_t saved = options::get(options::kPurgeDelayMs);
+  options::set(options::kPurgeDelayMs, 20);
+  ChunkMeta* m = chunks::alloc(17);
+  ASSERT_NE(m, nullptr);
+  char* bytes = reinterpret_cast<char*>(m->base);
+  bytes[5] = 7;
+  chunks::release(m, 4096);
+  EXPECT_EQ(chunks::dirty_bytes(), 4096u);
+  for (int i = 0; i < 2; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    chunks::release(chunks::alloc(18), 0);  // any call ages the generations (not a reuse)
+  }
+  EXPECT_EQ(chunks::dirty_bytes(), 0u);
+  EXPECT_EQ(bytes[5], 0);
+  options::set(options::kPurgeDelayMs, saved);
+}
+
+// A dirty chunk split for a smaller request hands its dirty extent on to
+// the pieces it reaches; pieces beyond it are clean.
+TEST(ChunkAllocator, SplittingADirtyChunkKeepsTrackOfItsDirtyPart) {
+  chunks::purge_all();
+  ChunkMeta* big = chunks::alloc(20);
+  ASSERT_NE(big, nullptr);
+  uintptr_t base = big->base;
+  chunks::release(big, size_t{512} << 10);  // the lower half was written
+  ChunkMeta* small = chunks::alloc(16);
+  ASSERT_EQ(small->base, base);
+  EXPECT_EQ(small->dirty_pages, 16u);
+  // Pieces: 64K, 128K and 256K inside the dirty half, 512K clean.
+  EXPECT_EQ(chunks::dirty_bytes(), size_t{448} << 10);
+  EXPECT_TRUE(chunks::has_dirty(16));
+  EXPECT_TRUE(chunks::has_dirty(17));
+  EXPECT_TRUE(chunks::has_dirty(18));
+  EXPECT_FALSE(chunks::has_dirty(19));
+  chunks::release(small, 0);
+  EXPECT_TRUE(chunks::purge_all());
+  // Purged, every piece merged back into the block.
+  ChunkMeta* again = chunks::alloc(20);
+  EXPECT_EQ(again->base, base);
+  EXPECT_EQ(again->dirty_pages, 0u);
   chunks::release(again, 0);
+}
+
+// Released buddies merge while dirty, so released memory of one size serves
+// a request of another without fresh pages.
+TEST(ChunkAllocator, DirtyBuddiesMerge) {
+  chunks::purge_all();
+  ChunkMeta* pair = chunks::alloc(17);
+  ASSERT_NE(pair, nullptr);
+  uintptr_t base = pair->base;
+  std::vector<ChunkMeta*> halves;
+  chunks::split_out(pair, 16, [&](ChunkMeta* upper) { halves.push_back(upper); });
+  halves.push_back(pair);
+  ASSERT_EQ(halves.size(), 2u);
+  for (ChunkMeta* m : halves) reinterpret_cast<char*>(m->base)[0] = 3;
+  for (ChunkMeta* m : halves) chunks::release(m, 4096);
+  EXPECT_TRUE(chunks::has_dirty(17));
+  ChunkMeta* whole = chunks::alloc(17);  // the two halves, merged: no fresh memory
+  EXPECT_EQ(whole->base, base);
+  EXPECT_GT(whole->dirty_pages, 0u);
+  EXPECT_EQ(reinterpret_cast<char*>(base)[0], 3);
+  chunks::release(whole, size_t{1} << 17);
+  chunks::purge_all();
+}
+
+// The same across generations: one half released, the generations age,
+// the other half released; the merge takes the first off the old list.
+TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
+  chunks::purge_all();
+  uint64_t saved = options::get(options::kPurgeDelayMs);
+  options::set(options::kPurgeDelayMs, 20);
+  ChunkMeta* pair = chunks::alloc(17);
+  ASSERT_NE(pair, nullptr);
+  uintptr_t base = pair->base;
+  ChunkMeta* upper = nullptr;
+  chunks::split_out(pair, 16, [&](ChunkMeta* piece) { upper = piece; });
+  ASSERT_NE(upper, nullptr);
+  chunks::release(upper, 4096);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  chunks::release(chunks::alloc(19), 0);  // ages: the upper half is now old
+  chunks::release(pair, 4096);            // merges with the old upper half
+  EXPECT_TRUE(chunks::has_dirty(17));
+  EXPECT_FALSE(chunks::has_dirty(18));
+  ChunkMeta* whole = chunks::alloc(17);
+  EXPECT_EQ(whole->base, base);
+  EXPECT_EQ(chunks::dirty_bytes(), 0u);  // nothing left on either list
+  chunks::release(whole, 0);
+  options::set(options::kPurgeDelayMs, saved);
+  EXPECT_FALSE(chunks::purge_all());
+}
+
+// More dirty memory than kMaxDirtyBytes is purged at once.
+TEST(ChunkAllocator, DirtyMemoryIsCapped) {
+  chunks::purge_all();
+  std::vector<ChunkMeta*> got;
+  for (int i = 0; i < 3; i++) got.push_back(chunks::alloc(27));  // 128 MiB each, untouched
+  for (ChunkMeta* m : got) chunks::release(m, size_t{1} << 27);
+  EXPECT_LE(chunks::dirty_bytes(), config::kMaxDirtyBytes);
+  chunks::purge_all();
 }
 
 TEST(ChunkAllocator, SplitHandsBackEveryUpperPiece) {

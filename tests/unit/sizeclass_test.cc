@@ -54,9 +54,23 @@ TEST(SizeClass, SlabsHoldAtLeastSixteenObjectsAndAreGranules) {
     EXPECT_GE(info.capacity, 16u) << sc;
     EXPECT_GE(size_t{1} << info.slab_bits, config::kGranule) << sc;
     EXPECT_EQ(info.capacity, (size_t{1} << info.slab_bits) / info.size) << sc;
-    EXPECT_GE(info.carve, info.wake) << sc;
     EXPECT_LE(info.carve, info.capacity) << sc;
+    EXPECT_GE(info.carve, 1u) << sc;
     EXPECT_GE(info.wake, 1u) << sc;
+  }
+}
+
+// A carve touches a page, or at most kMaxCarveBytes to give bigger objects
+// batches of up to kMinCarveObjects: never more pages than that.
+TEST(SizeClass, CarvesTouchFewPages) {
+  for (unsigned sc = 0; sc < kCount; sc++) {
+    const ClassInfo& info = kInfo.info[sc];
+    size_t bytes = size_t{info.carve} * info.size;
+    if (info.size <= config::kCarveBytes)
+      EXPECT_GE(bytes + info.size, config::kCarveBytes) << sc;  // about a page at least
+    if (info.carve > 1) EXPECT_LE(bytes, config::kMaxCarveBytes) << sc;
+    if (info.size * config::kMinCarveObjects <= config::kMaxCarveBytes)
+      EXPECT_GE(info.carve, config::kMinCarveObjects) << sc;
   }
 }
 

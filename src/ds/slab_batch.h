@@ -1,0 +1,68 @@
+// ds/slab_batch.h — freed objects of one slab travelling home as one message.
+//
+// A batch is a list of objects of one slab linked through their first word
+// (the free-list link), head -> ... -> tail.  The tail is the message: its
+// first word is the inbox queue's link and its second word, the batch word,
+// records where the head is (a byte offset from the tail: both lie in one
+// slab) and how many objects the batch holds.  So the owner splices the
+// whole batch into the slab's free list and adjusts the slab's count in
+// constant time, whatever its size (BatchIt, ISMM'24 §3.2).  A single
+// object is a batch of one whose head is its tail.
+//
+// Owns: the layout of a message and the batch word's encoding.  Must never:
+// know which slab or allocator a batch belongs to, or read the objects
+// between head and tail.
+#pragma once
+
+#include <cstdint>
+
+#include "ds/bits.h"
+#include "ds/freelist.h"
+#include "ds/mpsc_queue.h"
+
+namespace roost {
+
+// The first two words of an object on its way home.
+struct BatchMessage {
+  QueueNode link;  // the inbox queue's link
+  uint64_t batch;  // (offset of head from tail) << 32 | object count
+};
+static_assert(sizeof(BatchMessage) == 16, "a message fits the smallest object");
+
+namespace slab_batch {
+
+// Offsets are signed 32-bit: every slab is far smaller than 2 GiB.
+inline constexpr uint64_t kCountMask = 0xffffffffu;
+
+struct Batch {
+  FreeObject* head;
+  FreeObject* tail;
+  uint32_t count;
+};
+
+// Writes the batch word into the tail; returns the message to enqueue.
+ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count) {
+  auto* msg = reinterpret_cast<BatchMessage*>(tail);
+  int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
+  msg->batch = static_cast<uint64_t>(offset) << 32 | count;
+  return &msg->link;
+}
+
+// Reads a received message back into its batch.
+ROOST_INLINE Batch open(QueueNode* node) {
+  auto* msg = reinterpret_cast<BatchMessage*>(node);
+  int64_t offset = static_cast<int64_t>(msg->batch) >> 32;
+  auto* tail = reinterpret_cast<FreeObject*>(node);
+  auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
+  return Batch{head, tail, static_cast<uint32_t>(msg->batch & kCountMask)};
+}
+
+// Links the batch's tail to `rest` and returns its head: the batch spliced
+// in front of the list `rest`.
+ROOST_INLINE FreeObject* splice(const Batch& b, FreeObject* rest) {
+  b.tail->next = rest;
+  return b.head;
+}
+
+}  // namespace slab_batch
+}  // namespace roost

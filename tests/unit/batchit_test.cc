@@ -1,0 +1,199 @@
+// BatchIt's pieces: the batch word of a message (ds/slab_batch.h) at its
+// extremes, and the remote cache's hits, evictions and flush
+// (frontend/remote_cache.h).
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ds/sizeclass.h"
+#include "ds/slab_batch.h"
+#include "frontend/remote_cache.h"
+
+using namespace roost;
+
+namespace {
+
+// A slab-sized stretch of memory (untouched pages cost nothing).
+struct Slab {
+  explicit Slab(size_t bytes) : size(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = p == MAP_FAILED ? 0 : reinterpret_cast<uintptr_t>(p);
+  }
+  ~Slab() {
+    if (base != 0) munmap(reinterpret_cast<void*>(base), size);
+  }
+  FreeObject* object(size_t index, size_t obj_size) const {
+    return reinterpret_cast<FreeObject*>(base + index * obj_size);
+  }
+  uintptr_t base;
+  size_t size;
+};
+
+// Links `order` (object indices) head -> ... -> tail, seals the batch and
+// checks that opening and splicing it gives back exactly those objects.
+void expect_round_trip(const Slab& slab, size_t obj_size, const std::vector<size_t>& order) {
+  ASSERT_FALSE(order.empty());
+  for (size_t i = 0; i + 1 < order.size(); i++)
+    slab.object(order[i], obj_size)->next = slab.object(order[i + 1], obj_size);
+  FreeObject* head = slab.object(order.front(), obj_size);
+  FreeObject* tail = slab.object(order.back(), obj_size);
+  QueueNode* msg = slab_batch::seal(head, tail, static_cast<uint32_t>(order.size()));
+  EXPECT_EQ(reinterpret_cast<void*>(msg), reinterpret_cast<void*>(tail));
+  slab_batch::Batch b = slab_batch::open(msg);
+  EXPECT_EQ(b.head, head);
+  EXPECT_EQ(b.tail, tail);
+  EXPECT_EQ(b.count, order.size());
+  FreeObject rest{nullptr};
+  FreeObject* list = slab_batch::splice(b, &rest);
+  size_t n = 0;
+  for (FreeObject* o = list; o != &rest; o = o->next, n++) {
+    ASSERT_LT(n, order.size());
+    ASSERT_EQ(o, slab.object(order[n], obj_size)) << "object " << n;
+  }
+  EXPECT_EQ(n, order.size());
+}
+
+std::vector<size_t> indices(size_t first, size_t count, bool descending) {
+  std::vector<size_t> v;
+  for (size_t i = 0; i < count; i++) v.push_back(descending ? first + count - 1 - i : first + i);
+  return v;
+}
+
+}  // namespace
+
+TEST(SlabBatch, OneObjectIsItsOwnHeadAndTail) {
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[0];
+  Slab slab(sizeclass::slab_size(0));
+  ASSERT_NE(slab.base, 0u);
+  expect_round_trip(slab, info.size, {0});
+  expect_round_trip(slab, info.size, {info.capacity - 1});
+}
+
+// A whole slab of the smallest class, in both directions: the head at one
+// end, the tail at the other (the largest offsets of either sign).
+TEST(SlabBatch, AFullSlabOfTheSmallestClass) {
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[0];
+  Slab slab(sizeclass::slab_size(0));
+  ASSERT_NE(slab.base, 0u);
+  expect_round_trip(slab, info.size, indices(0, info.capacity, false));
+  expect_round_trip(slab, info.size, indices(0, info.capacity, true));
+}
+
+TEST(SlabBatch, AFullSlabOfTheLargestClass) {
+  unsigned sc = sizeclass::kCount - 1;
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+  Slab slab(sizeclass::slab_size(sc));
+  ASSERT_NE(slab.base, 0u);
+  expect_round_trip(slab, info.size, indices(0, info.capacity, false));
+  expect_round_trip(slab, info.size, indices(0, info.capacity, true));
+  expect_round_trip(slab, info.size, {info.capacity - 1, 0});
+}
+
+// Every class: the largest batch fits the count field and the largest
+// offset its 32 signed bits.
+TEST(SlabBatch, EveryClassFitsTheBatchWord) {
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+    EXPECT_LE(info.capacity, slab_batch::kCountMask) << sc;
+    EXPECT_LT(sizeclass::slab_size(sc), size_t{1} << 31) << sc;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The remote cache.
+
+namespace {
+
+// Slab records that all land in set 0 of the cache (records are 64-byte
+// aligned; the cache hashes their addresses).
+std::vector<ChunkMeta*> colliding_records(std::vector<ChunkMeta>& pool, size_t want) {
+  std::vector<ChunkMeta*> out;
+  for (ChunkMeta& m : pool) {
+    if (RemoteCache::set_of(&m) == 0) out.push_back(&m);
+    if (out.size() == want) break;
+  }
+  return out;
+}
+
+struct Objects {
+  std::vector<FreeObject> storage = std::vector<FreeObject>(1024);
+  void* operator[](size_t i) { return &storage[i]; }
+};
+
+}  // namespace
+
+TEST(RemoteCache, FreesOfOneSlabJoinOneBatch) {
+  RemoteCache cache;
+  static ChunkMeta slab;
+  Objects o;
+  RemoteCache::Entry evicted;
+  for (size_t i = 0; i < 5; i++) EXPECT_FALSE(cache.add(&slab, o[i], &evicted));
+  std::vector<RemoteCache::Entry> out;
+  cache.flush([&](const RemoteCache::Entry& e) { out.push_back(e); });
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].slab, &slab);
+  EXPECT_EQ(out[0].count, 5u);
+  EXPECT_EQ(out[0].tail, o[0]);  // the first freed is the tail
+  EXPECT_EQ(out[0].head, o[4]);  // the last freed the head
+  size_t n = 0;
+  for (FreeObject* p = out[0].head; p != out[0].tail; p = p->next) n++;
+  EXPECT_EQ(n, 4u);
+  // Flushed: empty now.
+  size_t again = 0;
+  cache.flush([&](const RemoteCache::Entry&) { again++; });
+  EXPECT_EQ(again, 0u);
+}
+
+// A full set evicts to make room: the way holding the most objects (or, in
+// an LRU build, the least recently used one).
+TEST(RemoteCache, AFullSetEvictsOneWay) {
+  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 1);
+  ASSERT_EQ(slabs.size(), RemoteCache::kWays + 1) << "no records collide in set 0";
+  RemoteCache cache;
+  Objects o;
+  RemoteCache::Entry evicted;
+  size_t next = 0;
+  // Way k gets k + 1 objects; the first way is the least recently used.
+  for (size_t k = 0; k < RemoteCache::kWays; k++)
+    for (size_t i = 0; i <= k; i++) ASSERT_FALSE(cache.add(slabs[k], o[next++], &evicted));
+  ASSERT_TRUE(cache.add(slabs.back(), o[next++], &evicted));
+  if constexpr (RemoteCache::kLru) {
+    EXPECT_EQ(evicted.slab, slabs[0]);
+    EXPECT_EQ(evicted.count, 1u);
+  } else {
+    EXPECT_EQ(evicted.slab, slabs[RemoteCache::kWays - 1]);
+    EXPECT_EQ(evicted.count, RemoteCache::kWays);
+  }
+  // The newcomer and the survivors are all still cached.
+  size_t batches = 0, objects = 0;
+  cache.flush([&](const RemoteCache::Entry& e) {
+    batches++;
+    objects += e.count;
+    EXPECT_NE(e.slab, evicted.slab);
+  });
+  EXPECT_EQ(batches, RemoteCache::kWays);
+  EXPECT_EQ(objects + evicted.count, next);
+}
+
+TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
+  std::vector<ChunkMeta> pool(256);
+  RemoteCache cache;
+  Objects o;
+  RemoteCache::Entry evicted;
+  // One record per set, the whole cache's worth of sets: no evictions.
+  std::vector<bool> seen(RemoteCache::kSets);
+  size_t added = 0;
+  for (ChunkMeta& m : pool) {
+    unsigned set = RemoteCache::set_of(&m);
+    if (seen[set]) continue;
+    seen[set] = true;
+    EXPECT_FALSE(cache.add(&m, o[added++], &evicted));
+  }
+  EXPECT_EQ(added, RemoteCache::kSets) << "the hash misses some sets";
+  size_t batches = 0;
+  cache.flush([&](const RemoteCache::Entry&) { batches++; });
+  EXPECT_EQ(batches, added);
+}
