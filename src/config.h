@@ -65,10 +65,6 @@ inline constexpr uint64_t kPurgeDelayMs = 10;
 // ...unless more than this is waiting: then the older half is purged at once.
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 
-// Freed large objects kept (not purged) for reuse, process-wide.
-inline constexpr size_t kLargeCacheBytes = size_t{64} << 20;  // 64 MiB
-inline constexpr size_t kLargeCacheMaxObjectBytes = size_t{16} << 20;
-
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;
 

@@ -13,7 +13,6 @@ namespace roost::options {
 enum Id : unsigned {
   kStats,             // ROOST_STATS: print counters to stderr at exit
   kSlabReserveBytes,  // ROOST_SLAB_RESERVE: empty-slab bytes an allocator keeps
-  kLargeCacheBytes,   // ROOST_LARGE_CACHE: freed large bytes kept unpurged
   kPurgeZero,         // ROOST_PURGE_DONTNEED: 1 = MADV_DONTNEED, 0 = MADV_FREE
   kOutboxBytes,       // ROOST_OUTBOX_BYTES: remote-free bytes collected before a flush
   kPurgeDelayMs,      // ROOST_PURGE_DELAY: milliseconds released memory stays before purging

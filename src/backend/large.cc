@@ -6,7 +6,6 @@
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/dlist.h"
 #include "ds/spinlock.h"
 #include "options.h"
 #include "platform/os.h"
@@ -15,9 +14,7 @@ namespace roost::large {
 
 namespace {
 
-SpinLock g_lock;  // guards the cache and the huge-record free list
-DList<ChunkMeta> g_cache[chunks::kMaxOrder + 1];
-size_t g_cached_bytes = 0;
+SpinLock g_lock;                         // guards the huge-record free list
 ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
 
 size_t g_in_use = 0;  // updated with atomics: any thread frees
@@ -28,13 +25,6 @@ void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
   __atomic_fetch_add(&g_in_use, static_cast<size_t>(bytes), __ATOMIC_RELAXED);
   if (allocs) __atomic_fetch_add(&g_allocs, allocs, __ATOMIC_RELAXED);
   if (frees) __atomic_fetch_add(&g_frees, frees, __ATOMIC_RELAXED);
-}
-
-ChunkMeta* take_cached(unsigned order) {
-  LockGuard guard(g_lock);
-  ChunkMeta* m = g_cache[order].pop_front();
-  if (m != nullptr) g_cached_bytes -= size_t{1} << order;
-  return m;
 }
 
 // The pages a user may have written since the last purge: a cached chunk
@@ -81,15 +71,15 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   }
   unsigned order = bits::log2_ceil(span);
   if (order < chunks::kMinOrder) order = chunks::kMinOrder;
-  ChunkMeta* m = take_cached(order);
-  if (m == nullptr) {
-    m = chunks::alloc(order);
-    if (m == nullptr) return nullptr;
-    // Beyond its dirty extent a backend chunk was never touched or was
-    // purged; with MADV_FREE purging it may still hold old bytes.
-    if (options::get(options::kPurgeZero) == 0)
-      m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
-  }
+  // Recently freed memory first (the backend keeps it resident for a purge
+  // delay), so a program that frees and allocates big buffers in turn does
+  // not fault them in again.
+  ChunkMeta* m = chunks::alloc(order);
+  if (m == nullptr) return nullptr;
+  // Beyond its dirty extent a backend chunk was never touched or was
+  // purged; with MADV_FREE purging it may still hold old bytes.
+  if (options::get(options::kPurgeZero) == 0)
+    m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
   *dirty = dirty_bytes(m);
   note_dirty(m, usable);
   m->kind = ChunkKind::kLarge;
@@ -111,17 +101,7 @@ void free(ChunkMeta* m) {
     g_spare_huge_meta = m;
     return;
   }
-  size_t chunk = size_t{1} << m->order;
-  if (chunk <= config::kLargeCacheMaxObjectBytes) {
-    LockGuard guard(g_lock);
-    if (g_cached_bytes + chunk <= options::get(options::kLargeCacheBytes)) {
-      g_cached_bytes += chunk;
-      m->kind = ChunkKind::kCached;
-      // dirty_pages bounds what a later purge must cover.
-      g_cache[m->order].push_front(m);
-      return;
-    }
-  }
+  // dirty_pages bounds what the backend's purge must cover.
   chunks::release(m, dirty_bytes(m));
 }
 
@@ -147,24 +127,10 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   return true;
 }
 
-bool trim() {
-  bool released = false;
-  for (unsigned order = 0; order <= chunks::kMaxOrder; order++) {
-    for (;;) {
-      ChunkMeta* m = take_cached(order);
-      if (m == nullptr) break;
-      chunks::release(m, dirty_bytes(m));
-      released = true;
-    }
-  }
-  return released;
-}
-
 Counters counters() {
   return Counters{__atomic_load_n(&g_in_use, __ATOMIC_RELAXED),
                   __atomic_load_n(&g_allocs, __ATOMIC_RELAXED),
-                  __atomic_load_n(&g_frees, __ATOMIC_RELAXED),
-                  __atomic_load_n(&g_cached_bytes, __ATOMIC_RELAXED)};
+                  __atomic_load_n(&g_frees, __ATOMIC_RELAXED)};
 }
 
 void lock_for_fork() { g_lock.lock(); }

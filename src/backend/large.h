@@ -1,9 +1,11 @@
 // backend/large.h — large objects: page-granular chunks straight from the
 // backend, freed by any thread without messaging.
 //
-// Owns: large (inside a region) and huge (mapped alone) objects, the cache
-// of recently freed large chunks, and their counters.  Must never: be used
-// for sizes a slab can serve, or keep more than the cache budget unpurged.
+// Owns: large (inside a region) and huge (mapped alone) objects, their
+// dirty extents and their counters.  Freed large chunks go back to the
+// backend, which keeps them resident for a purge delay (reused first) and
+// then purges them.  Must never: be used for sizes a slab can serve, or keep
+// freed memory of its own.
 #pragma once
 
 #include <cstddef>
@@ -25,14 +27,10 @@ inline size_t usable(const ChunkMeta* m) { return m->large_size; }
 // Grows or shrinks the object in place when its chunk allows; true if done.
 bool resize_in_place(ChunkMeta* m, size_t new_size);
 
-// Purges every cached chunk; returns true if any memory was released.
-bool trim();
-
 struct Counters {
   size_t bytes_in_use;
   size_t allocations;
   size_t frees;
-  size_t cached_bytes;
 };
 Counters counters();
 

@@ -102,8 +102,8 @@ class Allocator {
   // Allocation from an allocator borrowed by a thread past its exit hook.
   void* alloc_borrowed(unsigned sc);
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
-  // Frees `p`, an object of slab `m` that another allocator owns: files it
-  // in the outbox, posting the outbox when it is full.
+  // Frees `p`, an object of slab `m` that another allocator owns (counted
+  // here): files it in the outbox, posting the outbox when it is full.
   void free_remote(ChunkMeta* m, void* p);
   // For a thread without an allocator (past its exit hook): posts `p` to
   // its owner's inbox alone.

@@ -50,14 +50,22 @@ void* alloc_large(size_t size, size_t align, bool zero) {
   return p;
 }
 
-void dealloc_slow(void* p, const char* where) {
-  if (p == nullptr) return;
-  ChunkMeta* m = pagemap::lookup(p);
-  if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
+namespace {
+
+// Every free the remote path does not take: null, foreign and interior
+// pointers, large objects, and slab objects freed by a thread that has no
+// allocator yet (or no longer has one).
+ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+  if (m == nullptr) {
+    if (p == nullptr) return;
+    // Misaligned or foreign: roost's pointers are 16-byte aligned, so a hit
+    // here is an interior pointer (the checks below say so).
+    m = pagemap::lookup(p);
+    if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
+  }
   switch (m->kind) {
     case ChunkKind::kSlab: {
       if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
-      Allocator* a = pool::current();
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
       if (a == &pool::g_unbound) a = pool::bind();
@@ -66,13 +74,12 @@ void dealloc_slow(void* p, const char* where) {
         count_free(&pool::g_unbound, m->sizeclass);
         __atomic_fetch_add(&g_unbound_sends, 1, __ATOMIC_RELAXED);
         Allocator::send_alone(m, p);
-        return;
-      }
-      count_free(a, m->sizeclass);
-      if (m->owner == a)
+      } else if (m->owner == a) {  // a pooled allocator that owns it came back
+        count_free(a, m->sizeclass);
         a->return_to_slab(m, p);
-      else
+      } else {
         a->free_remote(m, p);
+      }
       return;
     }
     case ChunkKind::kLarge:
@@ -84,6 +91,21 @@ void dealloc_slow(void* p, const char* where) {
     default:
       invalid(where, "invalid pointer (not allocated by roost)", p);
   }
+}
+
+}  // namespace
+
+void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+  // The common case: an object of another allocator's slab.  (The owner's
+  // own objects took the fast path, but for the checked build's interior
+  // pointers, which is_object_start catches here.)
+  if (ROOST_LIKELY(m != nullptr && m->kind == ChunkKind::kSlab && a != &pool::g_unbound)) {
+    if (ROOST_UNLIKELY(!is_object_start(m, p)))
+      invalid(where, "invalid pointer (interior of an object)", p);
+    a->free_remote(m, p);
+    return;
+  }
+  dealloc_other(p, m, a, where);
 }
 
 void* alloc_aligned(size_t align, size_t size) {
@@ -142,7 +164,6 @@ void* resize(void* p, size_t size) {
 
 bool trim() {
   bool released = pool::trim_all();
-  released |= large::trim();
   return chunks::purge_all() || released;
 }
 

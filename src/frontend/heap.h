@@ -13,8 +13,11 @@ namespace roost::heap {
 
 // Slow paths (heap.cc).
 ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
-// Recomputes what the fast path knew, so the fast path passes only `p`.
-ROOST_NOINLINE void dealloc_slow(void* p, const char* where);
+// A free the fast path did not take: `m` is its lookup (nullptr for null,
+// misaligned or foreign pointers, which are looked up again to tell which),
+// `a` the calling thread's allocator.  The usual case is another
+// allocator's object, which goes straight to the remote-free path.
+ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where);
 
 ROOST_INLINE void* alloc(size_t size) {
   if (ROOST_LIKELY(size <= config::kTableClassified))
@@ -31,7 +34,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
     a->free_local(m, p);
     return;
   }
-  dealloc_slow(p, where);
+  dealloc_slow(p, m, a, where);
 }
 
 // `align` is a power of two; any size.  nullptr + ENOMEM on failure.

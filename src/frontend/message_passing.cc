@@ -29,6 +29,7 @@ void Allocator::post_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uin
 }
 
 void Allocator::free_remote(ChunkMeta* m, void* p) {
+  frees_[m->sizeclass]++;
   // The cache's bytes count against the outbox threshold like the outbox's.
   outbox_.bytes += m->obj_size;
   remote_frees_++;
