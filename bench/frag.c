@@ -134,25 +134,18 @@ static void Publish(Thread* th) {
 
 // Unaligned 8-byte loads and stores. -fno-builtin turns a plain memcpy into a
 // library call; the __builtin_ form stays one move.
-static inline uint64_t Load64(const unsigned char* p) {
-  uint64_t w;
-  __builtin_memcpy(&w, p, 8);
-  return w;
-}
-static inline void Store64(unsigned char* p, uint64_t w) { __builtin_memcpy(p, &w, 8); }
-
 // Writes the object's words: the tag plus the offset at 0, at every 4 KiB
 // offset and in the last 8 bytes. Returns the tag.
 static uint64_t Fill(unsigned char* p, size_t size, uint64_t tag) {
-  for (size_t off = 0; off + 8 <= size - 8; off += 4096) Store64(p + off, tag + off);
-  Store64(p + size - 8, tag + size - 8);
+  for (size_t off = 0; off + 8 <= size - 8; off += 4096) BenchStore64(p + off, tag + off);
+  BenchStore64(p + size - 8, tag + size - 8);
   return tag;
 }
 
 static int Check(const unsigned char* p, size_t size, uint64_t tag) {
   for (size_t off = 0; off + 8 <= size - 8; off += 4096)
-    if (Load64(p + off) != tag + off) return 0;
-  return Load64(p + size - 8) == tag + size - 8;
+    if (BenchLoad64(p + off) != tag + off) return 0;
+  return BenchLoad64(p + size - 8) == tag + size - 8;
 }
 
 static size_t DrawSize(BenchRng* r, int kind) {

@@ -65,13 +65,6 @@ static struct {
   BenchClock clock;
 } g;
 
-static inline uint64_t Load64(const unsigned char* p) {
-  uint64_t w;
-  __builtin_memcpy(&w, p, 8);
-  return w;
-}
-static inline void Store64(unsigned char* p, uint64_t w) { __builtin_memcpy(p, &w, 8); }
-
 static uint64_t Tag(unsigned thread, uint64_t seq) {
   return BenchMix(((uint64_t)thread << 48) ^ seq ^ 0x6c61726765ULL) | 1;
 }
@@ -81,9 +74,9 @@ static uint64_t Tag(unsigned thread, uint64_t seq) {
 static uint64_t Touch(unsigned char* p, size_t size, uint64_t tag) {
   size_t prefix = size < kTouchPrefix ? size : kTouchPrefix;
   uint64_t pages = 0;
-  for (size_t off = 0; off + 8 <= prefix; off += kPage, pages++) Store64(p + off, tag + off);
+  for (size_t off = 0; off + 8 <= prefix; off += kPage, pages++) BenchStore64(p + off, tag + off);
   if (size > prefix) {
-    Store64(p + size - 8, tag + size - 8);
+    BenchStore64(p + size - 8, tag + size - 8);
     pages++;
   }
   return pages;
@@ -92,8 +85,8 @@ static uint64_t Touch(unsigned char* p, size_t size, uint64_t tag) {
 static int Check(const unsigned char* p, size_t size, uint64_t tag) {
   size_t prefix = size < kTouchPrefix ? size : kTouchPrefix;
   for (size_t off = 0; off + 8 <= prefix; off += kPage)
-    if (Load64(p + off) != tag + off) return 0;
-  return size <= prefix || Load64(p + size - 8) == tag + size - 8;
+    if (BenchLoad64(p + off) != tag + off) return 0;
+  return size <= prefix || BenchLoad64(p + size - 8) == tag + size - 8;
 }
 
 static void Release(Thread* th, Slot* s) {

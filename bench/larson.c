@@ -102,8 +102,8 @@ static void Allocate(Chain* c, Slot* s) {
     exit(1);
   }
   uint64_t tag = Tag(c->id, c->seq++);
-  memcpy(p, &tag, 8);
-  if (size >= 16) memcpy(p + size - 8, &tag, 8);
+  BenchStore64(p, tag);
+  if (size >= 16) BenchStore64(p + size - 8, tag);
   s->p = p;
   s->size = size;
   s->tag = tag;
@@ -113,9 +113,9 @@ static void Allocate(Chain* c, Slot* s) {
 
 static void Release(Chain* c, Slot* s) {
   uint64_t head, tail;
-  memcpy(&head, s->p, 8);
+  head = BenchLoad64(s->p);
   tail = head;
-  if (s->size >= 16) memcpy(&tail, s->p + s->size - 8, 8);
+  if (s->size >= 16) tail = BenchLoad64(s->p + s->size - 8);
   if (head != s->tag || tail != s->tag) {
     if (++c->bad <= 3) {
       fprintf(stderr,

@@ -195,7 +195,7 @@ static void* ProducerMain(void* arg) {
       m->seq = seq;
       m->meta = meta;
       m->next_batch = NULL;
-      memcpy((unsigned char*)m + size - 8, &tag, 8);
+      BenchStore64((unsigned char*)m + size - 8, tag);
       self->tag_sum += tag;
       *link = m;
       link = &m->next;
@@ -274,7 +274,7 @@ static void* ConsumerMain(void* arg) {
       for (Msg* m = b; m != NULL && i <= count; i++) {
         Msg* next = m->next;
         uint64_t want = Tag(producer, first + i), tail;
-        memcpy(&tail, (unsigned char*)m + size - 8, 8);
+        tail = BenchLoad64((unsigned char*)m + size - 8);
         if (m->tag != want) Report(self, m, "tag", m->tag, want);
         if (tail != want) Report(self, m, "tail tag", tail, want);
         if (m->seq != first + i) Report(self, m, "sequence", m->seq, first + i);

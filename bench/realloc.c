@@ -85,13 +85,6 @@ static struct {
 
 // Unaligned 8-byte loads and stores. -fno-builtin turns a plain memcpy into a
 // library call; the __builtin_ form stays one move.
-static inline uint64_t Load64(const unsigned char* p) {
-  uint64_t w;
-  __builtin_memcpy(&w, p, 8);
-  return w;
-}
-static inline void Store64(unsigned char* p, uint64_t w) { __builtin_memcpy(p, &w, 8); }
-
 static inline uint64_t Word(uint64_t seed, size_t k) { return seed + (uint64_t)k * kGolden; }
 
 static inline unsigned char Byte(uint64_t seed, size_t i) {
@@ -102,14 +95,14 @@ static inline unsigned char Byte(uint64_t seed, size_t i) {
 static void Fill(unsigned char* p, uint64_t seed, size_t from, size_t to) {
   size_t i = from;
   for (; i < to && (i & 7) != 0; i++) p[i] = Byte(seed, i);
-  for (uint64_t w = Word(seed, i >> 3); i + 8 <= to; i += 8, w += kGolden) Store64(p + i, w);
+  for (uint64_t w = Word(seed, i >> 3); i + 8 <= to; i += 8, w += kGolden) BenchStore64(p + i, w);
   for (; i < to; i++) p[i] = Byte(seed, i);
 }
 
 static int CheckAll(const unsigned char* p, uint64_t seed, size_t n) {
   size_t i = 0;
   for (uint64_t w = seed; i + 8 <= n; i += 8, w += kGolden)
-    if (Load64(p + i) != w) return 0;
+    if (BenchLoad64(p + i) != w) return 0;
   for (; i < n; i++)
     if (p[i] != Byte(seed, i)) return 0;
   return 1;
@@ -124,17 +117,17 @@ static int CheckPreserved(Thread* th, const unsigned char* p, uint64_t seed, siz
   if (p[0] != Byte(seed, 0) || p[n - 1] != Byte(seed, n - 1)) return 0;
   uint64_t got = 0, want = 0;
   for (size_t i = 0; i < kEdge; i += 8) {  // n > 512: the edges do not overlap
-    got = Roll(got, Load64(p + i));
+    got = Roll(got, BenchLoad64(p + i));
     want = Roll(want, Word(seed, i >> 3));
   }
   size_t tail = (n - kEdge) & ~(size_t)7;  // 8-aligned, within the last 71 bytes
   for (size_t i = tail; i + 8 <= n; i += 8) {
-    got = Roll(got, Load64(p + i));
+    got = Roll(got, BenchLoad64(p + i));
     want = Roll(want, Word(seed, i >> 3));
   }
   size_t in_page = (size_t)BenchBelow(&th->rng, 4096 / 8) * 8;
   for (size_t i = in_page; i + 8 <= n; i += 4096) {
-    got = Roll(got, Load64(p + i));
+    got = Roll(got, BenchLoad64(p + i));
     want = Roll(want, Word(seed, i >> 3));
   }
   return got == want;

@@ -124,9 +124,9 @@ static void* Worker(void* arg) {
         exit(1);
       }
       uint64_t tag = Tag(me, r, i), sz = size;
-      memcpy(p, &tag, 8);
-      memcpy(p + 8, &sz, 8);
-      if (size >= 24) memcpy(p + size - 8, &tag, 8);
+      BenchStore64(p, tag);
+      BenchStore64(p + 8, sz);
+      if (size >= 24) BenchStore64(p + size - 8, tag);
       self->sent_sum += tag;
       out[i] = p;
     }
@@ -143,8 +143,8 @@ static void* Worker(void* arg) {
     for (size_t i = 0; i < g.batch; i++) {
       unsigned char* p = self->in[i];
       uint64_t want = Tag((uint32_t)partner, r, i), tag, sz, tail;
-      memcpy(&tag, p, 8);
-      memcpy(&sz, p + 8, 8);
+      tag = BenchLoad64(p);
+      sz = BenchLoad64(p + 8);
       if (sz < g.min_size || sz > g.max_size) {
         if (++self->bad <= 3) {
           fprintf(stderr, "symmetric: object %p (thread %d round %llu #%zu): size word %llu\n", p,
@@ -153,7 +153,7 @@ static void* Worker(void* arg) {
         continue;  // leak it: its size cannot be trusted
       }
       tail = want;
-      if (sz >= 24) memcpy(&tail, p + sz - 8, 8);
+      if (sz >= 24) tail = BenchLoad64(p + sz - 8);
       if (tag != want || tail != want) {
         if (++self->bad <= 3) {
           fprintf(

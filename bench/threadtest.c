@@ -74,17 +74,17 @@ static void* Worker(void* arg) {
         exit(1);
       }
       uint64_t tag = Tag(self->id, it, i);
-      memcpy(p, &tag, 8);
-      if (size >= 16) memcpy(p + size - 8, &tag, 8);
+      BenchStore64(p, tag);
+      if (size >= 16) BenchStore64(p + size - 8, tag);
       written += tag;
       objs[i] = p;
     }
     for (uint64_t i = 0; i < g.objects; i++) {
       unsigned char* p = objs[i];
       uint64_t head, tail, want = Tag(self->id, it, i);
-      memcpy(&head, p, 8);
+      head = BenchLoad64(p);
       tail = head;
-      if (size >= 16) memcpy(&tail, p + size - 8, 8);
+      if (size >= 16) tail = BenchLoad64(p + size - 8);
       if (head != want || tail != want) {
         if (++bad <= 3) {
           fprintf(stderr,

@@ -135,9 +135,9 @@ static void* ProducerMain(void* arg) {
         exit(1);
       }
       uint64_t tag = Tag(id, seq), sz = size;
-      memcpy(p, &tag, 8);
-      memcpy(p + 8, &sz, 8);
-      if (size >= 24) memcpy(p + size - 8, &tag, 8);
+      BenchStore64(p, tag);
+      BenchStore64(p + 8, sz);
+      if (size >= 24) BenchStore64(p + size - 8, tag);
       self->tag_sum += tag;
       b->objs[i] = p;
     }
@@ -212,8 +212,8 @@ static void* ConsumerMain(void* arg) {
     for (uint32_t i = 0; i < b->count; i++) {
       unsigned char* p = b->objs[i];
       uint64_t want = Tag(b->producer, b->first_seq + i), tag, sz, tail;
-      memcpy(&tag, p, 8);
-      memcpy(&sz, p + 8, 8);
+      tag = BenchLoad64(p);
+      sz = BenchLoad64(p + 8);
       if (sz < g.min_size || sz > g.max_size) {
         if (++self->bad <= 3) {
           fprintf(stderr, "xmalloc: object %p (producer %u seq %llu): size word %llu\n", p,
@@ -222,7 +222,7 @@ static void* ConsumerMain(void* arg) {
         continue;  // leak it: its size cannot be trusted
       }
       tail = want;
-      if (sz >= 24) memcpy(&tail, p + sz - 8, 8);
+      if (sz >= 24) tail = BenchLoad64(p + sz - 8);
       if (tag != want || tail != want) {
         if (++self->bad <= 3) {
           fprintf(stderr,
