@@ -180,9 +180,12 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
     chunks::split_out(m, order, keep_clean);
     return m;
   }
-  // Nothing cached is big enough.  What is cached goes back to the backend,
-  // where it merges with its released buddies and can serve this request
-  // (the reserve is for reuse, not for holding pieces too small to use).
+  // Nothing cached is big enough.  Memory that exited threads' objects hold
+  // may be waiting in a pooled allocator's inbox: deliver some first.
+  pool::help_pooled();
+  // What is cached goes back to the backend, where it merges with its
+  // released buddies and can serve this request (the reserve is for reuse,
+  // not for holding pieces too small to use).
   trim_chunk_cache(0);
   // Then released memory that can serve this order, resident already; else
   // a batch when the reserve has room for the rest, so most slabs cost no
@@ -195,6 +198,34 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
   if (m == nullptr) return nullptr;
   chunks::split_out(m, order, keep_clean);
   return m;
+}
+
+bool Allocator::release_unused() {
+  uint64_t slabs_before = slabs_;
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    // No class keeps an active slab: an awake one (on no list while active)
+    // goes to the available list, or back to the chunks if it is empty...
+    ChunkMeta* active = active_[sc];
+    active_[sc] = nullptr;
+    if (active != nullptr && active->state == SlabState::kAvailable) {
+      if (active->needed == 0)
+        release_slab(active);
+      else
+        available_[sc].push_front(active);
+    }
+    // ...and the objects on the fast list go back to their slabs (not
+    // counted as frees: they were never handed out), which releases every
+    // slab that has nothing else out.
+    FreeObject* list = fast_[sc];
+    fast_[sc] = nullptr;
+    while (list != nullptr) {
+      FreeObject* next = list->next;
+      return_to_slab(pagemap::lookup(list), list);
+      list = next;
+    }
+  }
+  bool released = slabs_ < slabs_before;
+  return trim_chunk_cache(0) || released;
 }
 
 bool Allocator::trim_chunk_cache(size_t keep) {

@@ -119,6 +119,11 @@ class Allocator {
 
   // Returns empty chunks beyond `keep` bytes to the backend; true if any.
   bool trim_chunk_cache(size_t keep);
+  // Lets go of everything not in use: the fast lists' objects go back to
+  // their slabs, no class keeps an active slab, and every empty slab and
+  // cached chunk goes back to the backend (thread exit, trim).  True if
+  // anything went back.
+  bool release_unused();
 
  private:
   void* refill(unsigned sc);

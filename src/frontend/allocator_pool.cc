@@ -63,10 +63,10 @@ void on_thread_exit(void* arg) {
   t_alloc = &g_unbound;
   t_exited = true;
   a->settle();
-  // Its reserve of empty chunks goes back to the backend, where any thread
-  // reuses it (resident for a purge delay): a pooled allocator holds only
-  // slabs with objects still out.
-  a->trim_chunk_cache(0);
+  // What it does not use goes back to the backend, where any thread reuses
+  // it (resident for a purge delay): a pooled allocator holds only slabs
+  // with objects still out.
+  a->release_unused();
   release(a);
 }
 
@@ -139,6 +139,20 @@ void* alloc_unbound(unsigned sc) {
   return p;
 }
 
+void help_pooled() {
+  // Skipped when the pool is busy: helping is never worth a wait.
+  if (!g_lock.try_lock()) return;
+  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) {
+    if (!a->inbox_.maybe_nonempty()) continue;
+    // Under the pool lock no thread can take `a`: this thread is its owner
+    // for the moment.
+    a->drain_inbox(false);
+    a->release_unused();
+    break;
+  }
+  g_lock.unlock();
+}
+
 Allocator* first_allocator() { return __atomic_load_n(&g_all, __ATOMIC_ACQUIRE); }
 
 uint64_t allocators_created() {
@@ -164,9 +178,8 @@ bool trim_all() {
     for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) settle(a);
     if (moved == 0) break;
   }
-  if (self != &g_unbound) released |= self->trim_chunk_cache(0);
-  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_)
-    released |= a->trim_chunk_cache(0);
+  if (self != &g_unbound) released |= self->release_unused();
+  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) released |= a->release_unused();
   return released;
 }
 

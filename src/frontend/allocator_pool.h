@@ -30,14 +30,22 @@ Allocator* bind();
 // (or, in a thread past its exit hook, borrows one for this call).
 void* alloc_unbound(unsigned sc);
 
+// Objects freed after their owner's thread exited wait in its inbox until a
+// new thread takes the allocator.  A thread about to take fresh memory calls
+// this first: it delivers one pooled allocator's messages (bounded work) and
+// lets that allocator release what it then does not use, so the memory
+// serves everyone.
+void help_pooled();
+
 // Counters for statistics; `fn(const Allocator&)` for every allocator.
 template <typename Fn>
 void for_each(Fn&& fn);
 Allocator* first_allocator();
 uint64_t allocators_created();
 
-// Frees every chunk kept by pooled allocators and the caller's allocator;
-// true if any memory went back.
+// Delivers every message in flight, then lets the caller's allocator and
+// the pooled ones release what they do not use (fast lists, empty slabs,
+// cached chunks); true if any memory went back.
 bool trim_all();
 
 }  // namespace roost::pool
