@@ -56,12 +56,12 @@ ChunkMeta* add_region() {
   __atomic_fetch_add(&g_reserved, config::kRegion, __ATOMIC_RELAXED);
   ChunkMeta* m = &region->meta[0];
   m->base = base;
-  m->order = kMaxOrder;
+  set_order(m, kMaxOrder);
   return m;
 }
 
 void push_free(ChunkMeta* m) {
-  m->kind = ChunkKind::kFree;
+  set_kind(m, ChunkKind::kFree);
   g_free[m->order].push_front(m);
 }
 
@@ -70,12 +70,12 @@ void merge_free(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
-    if (buddy->kind != ChunkKind::kFree || buddy->order != m->order) break;
+    if (kind_of(buddy) != ChunkKind::kFree || order_of(buddy) != m->order) break;
     g_free[buddy->order].remove(buddy);
     ChunkMeta* lower = buddy_base < m->base ? buddy : m;
     ChunkMeta* upper = buddy_base < m->base ? m : buddy;
-    upper->kind = ChunkKind::kUnused;
-    lower->order++;
+    set_kind(upper, ChunkKind::kUnused);
+    set_order(lower, lower->order + 1u);
     m = lower;
   }
   push_free(m);
@@ -90,7 +90,7 @@ void count_dirty(const ChunkMeta* m, int sign) {
 }
 
 void push_dirty(ChunkMeta* m) {
-  m->kind = ChunkKind::kDirty;
+  set_kind(m, ChunkKind::kDirty);
   m->dirty_epoch = g_epoch;
   g_young.by_order[m->order].push_front(m);
   count_dirty(m, +1);
@@ -110,7 +110,7 @@ void merge_dirty(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
-    if (buddy->kind != ChunkKind::kDirty || buddy->order != m->order) break;
+    if (kind_of(buddy) != ChunkKind::kDirty || order_of(buddy) != m->order) break;
     list_of(buddy).remove(buddy);
     count_dirty(buddy, -1);
     ChunkMeta* lower = buddy_base < m->base ? buddy : m;
@@ -118,8 +118,8 @@ void merge_dirty(ChunkMeta* m) {
     if (upper->dirty_pages != 0)
       lower->dirty_pages = static_cast<uint32_t>(
           ((size_t{1} << lower->order) >> config::kPageBits) + upper->dirty_pages);
-    upper->kind = ChunkKind::kUnused;
-    lower->order++;
+    set_kind(upper, ChunkKind::kUnused);
+    set_order(lower, lower->order + 1u);
     m = lower;
   }
   push_dirty(m);
@@ -131,7 +131,7 @@ ChunkMeta* detach(DirtyLists& gen) {
   for (DList<ChunkMeta>& list : gen.by_order) {
     while (ChunkMeta* m = list.pop_front()) {
       count_dirty(m, -1);
-      m->kind = ChunkKind::kUnused;  // in transit: not found by merges
+      set_kind(m, ChunkKind::kUnused);  // in transit: not found by merges
       m->next = all;
       all = m;
     }
@@ -227,7 +227,7 @@ ChunkMeta* alloc(unsigned order) {
     split(m, order, [](ChunkMeta* upper) { push_free(upper); });
     m->dirty_pages = 0;
   }
-  m->kind = ChunkKind::kUnused;
+  set_kind(m, ChunkKind::kUnused);
   note_out(order);
   return m;
 }

@@ -47,11 +47,11 @@ bool purge_all();
 template <typename Keep>
 void split(ChunkMeta* m, unsigned order, Keep&& keep) {
   while (m->order > order) {
-    m->order--;
+    set_order(m, m->order - 1u);
     ChunkMeta* upper = meta_of(m->base + (uintptr_t{1} << m->order));
     upper->base = m->base + (uintptr_t{1} << m->order);
-    upper->order = m->order;
-    upper->kind = ChunkKind::kUnused;
+    set_order(upper, m->order);
+    set_kind(upper, ChunkKind::kUnused);
     keep(upper);
   }
 }

@@ -59,4 +59,18 @@ struct alignas(64) ChunkMeta {
 };
 static_assert(sizeof(ChunkMeta) == 64);
 
+// The backend reads a chunk's kind and order when it looks at the chunk's
+// buddy, which may be held (and be changing hands) elsewhere without the
+// backend's lock: those two fields are written and read through these,
+// atomically.  Relaxed is enough: the backend acts only on kinds it set
+// itself, under its lock.
+inline ChunkKind kind_of(const ChunkMeta* m) { return __atomic_load_n(&m->kind, __ATOMIC_RELAXED); }
+inline void set_kind(ChunkMeta* m, ChunkKind k) { __atomic_store_n(&m->kind, k, __ATOMIC_RELAXED); }
+inline unsigned order_of(const ChunkMeta* m) {
+  return __atomic_load_n(&m->order, __ATOMIC_RELAXED);
+}
+inline void set_order(ChunkMeta* m, unsigned o) {
+  __atomic_store_n(&m->order, static_cast<uint8_t>(o), __ATOMIC_RELAXED);
+}
+
 }  // namespace roost

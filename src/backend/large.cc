@@ -50,7 +50,7 @@ void* alloc_huge(size_t usable, size_t align) {
     os::release(p, usable);
     return nullptr;
   }
-  m->kind = ChunkKind::kHuge;
+  set_kind(m, ChunkKind::kHuge);
   m->owner = kNoOwner;
   m->base = reinterpret_cast<uintptr_t>(p);
   m->large_size = usable;
@@ -82,7 +82,7 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
     m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
   *dirty = dirty_bytes(m);
   note_dirty(m, usable);
-  m->kind = ChunkKind::kLarge;
+  set_kind(m, ChunkKind::kLarge);
   m->owner = kNoOwner;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);

@@ -80,7 +80,7 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
     m->owner = this;
     m->free_head = nullptr;
     m->sizeclass = static_cast<uint8_t>(sc);
-    m->kind = ChunkKind::kSlab;
+    set_kind(m, ChunkKind::kSlab);
     m->state = SlabState::kSleeping;
     m->needed = 0;  // nothing carved yet: carve() sets the wake count
     m->recip = info.recip;
@@ -159,7 +159,7 @@ void Allocator::release_slab(ChunkMeta* m) {
 void Allocator::keep_chunk(ChunkMeta* m) {
   size_t bytes = size_t{1} << m->order;
   if (chunk_cache_bytes_ + bytes <= options::get(options::kSlabReserveBytes)) {
-    m->kind = ChunkKind::kCached;
+    set_kind(m, ChunkKind::kCached);
     chunk_cache_[m->order].push_front(m);
     chunk_cache_bytes_ += bytes;
     return;
@@ -169,7 +169,7 @@ void Allocator::keep_chunk(ChunkMeta* m) {
 
 ChunkMeta* Allocator::take_chunk(unsigned order) {
   auto keep_clean = [this](ChunkMeta* piece) {
-    piece->kind = ChunkKind::kCached;
+    set_kind(piece, ChunkKind::kCached);
     chunk_cache_[piece->order].push_front(piece);
     chunk_cache_bytes_ += size_t{1} << piece->order;
   };
