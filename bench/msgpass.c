@@ -64,8 +64,10 @@
 // messages and batches sent, seconds (from the first thread's start after the
 // start barrier to the last thread's finish, by the threads' own clocks),
 // msgs_per_sec (messages allocated, sent and freed per second, all threads
-// together), the peak number of messages in flight, how many batches had to
-// wait for room, the checksum, then peak RSS, the shared object that provides
+// together), the peak number of messages in flight and their mean (sampled
+// at every batch's reservation: the live data peak RSS is to be read
+// against, since a faster producer keeps more in flight), how many batches
+// had to wait for room, the checksum, then peak RSS, the shared object that provides
 // malloc, and verify=ok. The allocator under test is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -98,7 +100,7 @@ typedef struct Consumer {
 } Consumer;
 
 typedef struct Producer {
-  _Alignas(64) uint64_t tag_sum, batches, waits, peak;
+  _Alignas(64) uint64_t tag_sum, batches, waits, peak, in_flight_sum;
   pthread_t tid;
 } Producer;
 
@@ -148,6 +150,7 @@ static void Reserve(Producer* self, uint64_t k) {
     cur = atomic_load_explicit(&g.in_flight, memory_order_relaxed);
   }
   if (cur + k > self->peak) self->peak = cur + k;
+  self->in_flight_sum += cur + k;  // sampled once per batch: mean_in_flight
 }
 
 // Gives back room for k freed messages.
@@ -368,11 +371,12 @@ int main(int argc, char** argv) {
   // Verification.
   int ok = 1;
   uint64_t sent_sum = 0, recv_sum = 0, batches = 0, batches_recv = 0, waits = 0, peak = 0;
-  uint64_t bad = 0;
+  uint64_t bad = 0, in_flight_sum = 0;
   for (unsigned i = 0; i < g.producers; i++) {
     sent_sum += g.p[i].tag_sum;
     batches += g.p[i].batches;
     waits += g.p[i].waits;
+    in_flight_sum += g.p[i].in_flight_sum;
     if (g.p[i].peak > peak) peak = g.p[i].peak;
   }
   for (unsigned j = 0; j < g.consumers; j++) {
@@ -414,11 +418,12 @@ int main(int argc, char** argv) {
   printf(
       "bench=msgpass producers=%u consumers=%u n=%llu inflight=%llu max_batch=%llu "
       "sizes=%zu,%zu,%zu,%zu messages=%llu batches=%llu seconds=%.6f msgs_per_sec=%.0f "
-      "peak_in_flight=%llu waited_batches=%llu checksum=%016llx",
+      "peak_in_flight=%llu mean_in_flight=%.0f waited_batches=%llu checksum=%016llx",
       g.producers, g.consumers, (unsigned long long)n, (unsigned long long)g.limit,
       (unsigned long long)g.max_batch, kSizes[0], kSizes[1], kSizes[2], kSizes[3],
       (unsigned long long)total, (unsigned long long)batches, secs, (double)total / secs,
-      (unsigned long long)peak, (unsigned long long)waits, (unsigned long long)recv_sum);
+      (unsigned long long)peak, batches ? (double)in_flight_sum / (double)batches : 0.0,
+      (unsigned long long)waits, (unsigned long long)recv_sum);
   BenchReportTail(ok);
   for (unsigned j = 0; j < g.consumers; j++) free(g.c[j].per_producer);
   free(g.c);
