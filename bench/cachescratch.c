@@ -49,9 +49,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 
-#include "bench_common.h"
-
-enum { kMaxThreads = 1024 };
+#include "false_sharing.h"
 
 typedef struct Thread {
   _Alignas(64) unsigned id;
@@ -73,26 +71,6 @@ static unsigned char InitialByte(unsigned thread, size_t b) {
   return (unsigned char)(thread * 7 + b * 13 + 0x5a);
 }
 
-// Writes every byte of p[0..size) w times (round-major), then counts the bytes
-// that do not hold the last round's value. The loops are aligned to 32 bytes:
-// otherwise where the linker happens to put the byte loop (across a 32-byte
-// fetch window or not) changes its speed by up to 2x on Intel cores.
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("align-loops=32")))
-#endif
-static uint64_t
-WriteAndCheck(unsigned char* p, size_t size, uint64_t w, unsigned base) {
-  volatile unsigned char* v = p;
-  for (uint64_t r = 0; r < w; r++) {
-    unsigned char rb = (unsigned char)(base + r * 31);
-    for (size_t b = 0; b < size; b++) v[b] = (unsigned char)(rb + b);
-  }
-  unsigned char last = (unsigned char)(base + (w - 1) * 31);
-  uint64_t wrong = 0;
-  for (size_t b = 0; b < size; b++) wrong += v[b] != (unsigned char)(last + b);
-  return wrong;
-}
-
 static void* Worker(void* arg) {
   Thread* self = arg;
   const size_t size = g.size;
@@ -105,22 +83,9 @@ static void* Worker(void* arg) {
   free(self->initial);
   freed++;
 
-  for (uint64_t it = 0; it < g.iters; it++) {
-    unsigned char* p = malloc(size);
-    if (p == NULL) {
-      fprintf(stderr, "cachescratch: malloc(%zu) failed\n", size);
-      exit(1);
-    }
-    if (it == 0 && (uintptr_t)p == initial) reused = 1;
-    uint64_t wrong = WriteAndCheck(p, size, g.writes, self->id * 131u + (unsigned)it * 17u);
-    if (wrong != 0 && bad == 0) {
-      fprintf(stderr, "cachescratch: thread %u object %llu (%p): %llu bytes wrong\n", self->id,
-              (unsigned long long)it, (void*)p, (unsigned long long)wrong);
-    }
-    bad += wrong;
-    free(p);
-    freed++;
-  }
+  uintptr_t first = 0;
+  freed += HammerObjects("cachescratch", self->id, size, g.iters, g.writes, &first, &bad);
+  reused = first == initial;
   BenchClockStop(&g.clock);
   self->freed = freed;
   self->bad_bytes = bad;
@@ -128,24 +93,9 @@ static void* Worker(void* arg) {
   return NULL;
 }
 
-static int Usage(const char* argv0) {
-  fprintf(stderr,
-          "usage: %s [-t THREADS] [-i ITERATIONS] [-w WRITES] [-s SIZE]\n"
-          "defaults: -t 4 -i 200000 -w 800 -s 8 (k/m suffixes: x1000)\n",
-          argv0);
-  return 2;
-}
-
 int main(int argc, char** argv) {
-  uint64_t t = 4, iters = 200000, w = 800, s = 8;
-  const BenchOption opts[] = {{"-t", &t}, {"-i", &iters}, {"-w", &w}, {"-s", &s}};
-  if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
-  if (t < 1 || t > kMaxThreads || iters < 1 || iters > (1ull << 40) || w < 1 || w > (1ull << 40) ||
-      s < 1 || s > (1u << 30)) {
-    fprintf(stderr, "cachescratch: need 1 <= t <= %d, i >= 1, w >= 1, 1 <= s <= 2^30\n",
-            kMaxThreads);
-    return Usage(argv[0]);
-  }
+  uint64_t t, iters, w, s;
+  if (ParseFalseSharingOptions("cachescratch", argc, argv, &t, &iters, &w, &s) != 0) return 2;
   g.threads = (unsigned)t;
   g.iters = iters;
   g.writes = w;

@@ -22,6 +22,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ under bench/
 from suitelib.common import REPO, log, rel  # noqa: E402  (bench/suitelib/common.py)
+import peers  # noqa: E402  (bench/peers.py: Debian's mimalloc, apt-get on demand)
 
 # (label, mode arguments of bench_fastpath). Sizes in bytes.
 WORKLOADS = [
@@ -32,59 +33,10 @@ WORKLOADS = [
     ("random 16..1024 B", ["random", "16", "1024"]),
 ]
 
-MIMALLOC_PKG = "libmimalloc2.0"
-MIMALLOC_SONAME = "libmimalloc.so.2"
 GLIBC = "glibc"
 ROOST = "roost"
 MIMALLOC = "mimalloc-2.0 (Debian)"
 COLUMNS = [ROOST, GLIBC, MIMALLOC]
-
-
-def apt_install(package):
-    """Installs a Debian package when running as root; returns a reason on failure."""
-    if os.geteuid() != 0:
-        return "not root, cannot apt-get install " + package
-    if shutil.which("apt-get") is None:
-        return "no apt-get to install " + package
-    log(f"fastpath: installing {package} with apt-get")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
-        r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
-        if r.returncode != 0:
-            return f"`{' '.join(cmd)}` failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
-    return None
-
-
-def find_mimalloc():
-    """Returns (path, version, None) or (None, None, reason)."""
-
-    def locate():
-        for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-                  "/usr/lib"):
-            p = os.path.join(d, MIMALLOC_SONAME)
-            if os.path.exists(p):
-                return p
-        try:
-            out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
-        except OSError:
-            return None
-        m = re.search(r"\s" + re.escape(MIMALLOC_SONAME) + r"\s.*=>\s*(\S+)", out)
-        return m.group(1) if m else None
-
-    path = locate()
-    if path is None:
-        reason = apt_install(MIMALLOC_PKG)
-        path = locate()
-        if path is None:
-            return None, None, f"{MIMALLOC_SONAME} not found ({reason or 'install failed'})"
-    version = None
-    if shutil.which("dpkg-query"):
-        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", MIMALLOC_PKG],
-                           capture_output=True, text=True)
-        if r.returncode == 0:
-            version = r.stdout.strip()
-    return path, version, None
 
 
 def glibc_version():
@@ -236,7 +188,7 @@ def main():
         return 1
     valgrind = shutil.which("valgrind")
     if valgrind is None:
-        reason = apt_install("valgrind")
+        reason = peers.Installer(True, log=sys.stderr).install("valgrind")
         valgrind = shutil.which("valgrind")
         if valgrind is None:
             log(f"fastpath: valgrind is required and missing ({reason})")
@@ -250,11 +202,12 @@ def main():
     else:
         missing[ROOST] = f"{rel(roost_lib)} not built (`make release` failed or not run)"
     libs[GLIBC] = None
-    mi_path, mi_version, mi_reason = find_mimalloc()
+    mi = peers.ensure_peers(names=["mimalloc"], log=sys.stderr)["mimalloc"]
+    mi_path = mi.get("lib")
     if mi_path:
         libs[MIMALLOC] = mi_path
     else:
-        missing[MIMALLOC] = mi_reason
+        missing[MIMALLOC] = mi["missing"]
     for name in list(libs):
         reason = check_preload(binary, name, libs[name])
         if reason:
@@ -351,8 +304,7 @@ def main():
     out.append("")
     descr = {ROOST: f"LD_PRELOAD={rel(roost_lib)}",
              GLIBC: f"glibc {glibc_version() or '?'}, no preload",
-             MIMALLOC: (f"LD_PRELOAD={mi_path}" + (f" (package {MIMALLOC_PKG} {mi_version})"
-                                                   if mi_version else "")) if mi_path else ""}
+             MIMALLOC: f"LD_PRELOAD={mi_path} ({mi['source']})" if mi_path else ""}
     for name in COLUMNS:
         if name in missing:
             out.append(f"- {name}: **missing**: {missing[name]}")
