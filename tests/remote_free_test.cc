@@ -616,20 +616,7 @@ TEST(RemoteFree, RepeatedRunsDoNotGrowPeakRss) {
   }
   close(fds[1]);
   std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = collect_child(fds[0], pid, &out);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "child "
       << (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))

@@ -187,6 +187,26 @@ inline void child_check(bool cond, const char* what) {
   _exit(3);
 }
 
+// Reads `fd` to its end into *out, closes it, and reaps the child `pid`;
+// returns its wait status.
+inline int collect_child(int fd, pid_t pid, std::string* out) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      out->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  close(fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // Runs `body` in a forked child with stderr captured, killed by SIGALRM
 // after `timeout_s`.  The child exits 0 when `body` returns, 4 when it throws.
 inline ChildResult run_in_child(const std::function<void()>& body, unsigned timeout_s = 60) {
@@ -217,20 +237,7 @@ inline ChildResult run_in_child(const std::function<void()>& body, unsigned time
     _exit(0);
   }
   close(fds[1]);
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n > 0) {
-      r.err.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = collect_child(fds[0], pid, &r.err);
   if (WIFEXITED(status)) {
     r.exited = true;
     r.exit_code = WEXITSTATUS(status);

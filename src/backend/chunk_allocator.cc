@@ -125,9 +125,9 @@ void merge_dirty(ChunkMeta* m) {
   push_dirty(m);
 }
 
-// Takes every chunk of `gen` into one list (linked through `next`).
-ChunkMeta* detach(DirtyLists& gen) {
-  ChunkMeta* all = nullptr;
+// Takes every chunk of `gen` off its lists and puts it in front of `all`
+// (a list linked through `next`); returns the new list.
+ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
   for (DList<ChunkMeta>& list : gen.by_order) {
     while (ChunkMeta* m = list.pop_front()) {
       count_dirty(m, -1);
@@ -256,15 +256,7 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
 
 bool purge_all() {
   LockGuard guard(g_lock);
-  ChunkMeta* all = detach(g_old);
-  ChunkMeta* young = detach(g_young);
-  if (all == nullptr) {
-    all = young;
-  } else {
-    ChunkMeta* tail = all;
-    while (tail->next != nullptr) tail = tail->next;
-    tail->next = young;
-  }
+  ChunkMeta* all = detach(g_young, detach(g_old));
   bool any = all != nullptr;
   purge_and_merge(all);
   return any;
