@@ -51,10 +51,14 @@ class ShadowHeap {
  public:
   ShadowHeap(const HeapOps& ops, uint64_t seed) : ops_(ops), rng_(seed), seed_(seed) {}
 
+  // Runs until `deadline` but at least kMinOperations steps (a sanitizer
+  // tree on a loaded runner must still do real work), at most `max_ops`.
+  static constexpr uint64_t kMinOperations = 4096;
+
   StressResult run(uint64_t max_ops, Clock::time_point deadline) {
     StressResult result;
     for (uint64_t op = 0; op < max_ops && error_.empty(); op++) {
-      if (op % 128 == 0 && Clock::now() > deadline) break;
+      if (op >= kMinOperations && op % 128 == 0 && Clock::now() > deadline) break;
       step();
       result.operations++;
       if (live_.size() > result.peak_live) result.peak_live = live_.size();

@@ -55,6 +55,10 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
   for (unsigned round = 0;; round++) {
     m = available_[sc].pop_front();
     if (m != nullptr) {
+      if (m == spare_[sc]) {
+        spare_[sc] = nullptr;
+        spare_bytes_ -= sizeclass::slab_size(sc);
+      }
       active_[sc] = m;
       take(m, sc);
       return pop_fast(sc);
@@ -142,6 +146,17 @@ void Allocator::update_slab_state(ChunkMeta* m) {
   // it is taken again), so a class that empties and refills its slab does
   // not thrash through the backend.
   if (active) return;
+  // Each class may keep one emptied slab, within the reserve: it stays on
+  // the available list and is refilled before the active slab's untouched
+  // tail is carved, so a class that empties and refills slabs (a FIFO
+  // producer) reuses resident memory instead of touching fresh pages while
+  // its released slabs wait in the backend.
+  size_t bytes = sizeclass::slab_size(sc);
+  if (spare_[sc] == nullptr && kept_bytes() + bytes <= options::get(options::kSlabReserveBytes)) {
+    spare_[sc] = m;
+    spare_bytes_ += bytes;
+    return;
+  }
   available_[sc].remove(m);
   release_slab(m);
 }
@@ -158,7 +173,7 @@ void Allocator::release_slab(ChunkMeta* m) {
 
 void Allocator::keep_chunk(ChunkMeta* m) {
   size_t bytes = size_t{1} << m->order;
-  if (chunk_cache_bytes_ + bytes <= options::get(options::kSlabReserveBytes)) {
+  if (kept_bytes() + bytes <= options::get(options::kSlabReserveBytes)) {
     set_kind(m, ChunkKind::kCached);
     chunk_cache_[m->order].push_front(m);
     chunk_cache_bytes_ += bytes;
@@ -192,7 +207,7 @@ ChunkMeta* Allocator::take_chunk(unsigned order) {
   // lock.
   unsigned take = order;
   if (order < kBatchOrder && !chunks::has_dirty(order) &&
-      chunk_cache_bytes_ + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))
+      kept_bytes() + (size_t{1} << kBatchOrder) <= options::get(options::kSlabReserveBytes))
     take = kBatchOrder;
   ChunkMeta* m = chunks::alloc(take);
   if (m == nullptr) return nullptr;
@@ -222,6 +237,13 @@ bool Allocator::release_unused() {
       FreeObject* next = list->next;
       return_to_slab(pagemap::lookup(list), list);
       list = next;
+    }
+    // ...and the class's spare (perhaps just emptied by the above) too.
+    if (ChunkMeta* spare = spare_[sc]) {
+      spare_[sc] = nullptr;
+      spare_bytes_ -= sizeclass::slab_size(sc);
+      available_[sc].remove(spare);
+      release_slab(spare);
     }
   }
   bool released = slabs_ < slabs_before;

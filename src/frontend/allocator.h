@@ -33,8 +33,10 @@ class Allocator {
   uint64_t frees_[sizeclass::kCount];    // small frees done by this thread, per class
 
   // ---- slow-path state ----
-  ChunkMeta* active_[sizeclass::kCount];                   // slab whose bump tail is being carved
-  DList<ChunkMeta> available_[sizeclass::kCount];          // woken slabs with free objects
+  ChunkMeta* active_[sizeclass::kCount];           // slab whose bump tail is being carved
+  DList<ChunkMeta> available_[sizeclass::kCount];  // woken slabs with free objects
+  ChunkMeta* spare_[sizeclass::kCount];  // an emptied slab kept on the available list, or null
+  size_t spare_bytes_;  // their chunks' bytes (with the cache's, within the reserve)
   DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
   size_t chunk_cache_bytes_;
   // Message passing: objects other allocators freed, sent home here, and
@@ -143,6 +145,8 @@ class Allocator {
   }
   ChunkMeta* take_chunk(unsigned order);
   void keep_chunk(ChunkMeta* m);
+  // Bytes of empty memory this allocator keeps: cached chunks and spares.
+  size_t kept_bytes() const { return chunk_cache_bytes_ + spare_bytes_; }
   void release_slab(ChunkMeta* m);
   void carve(ChunkMeta* m, unsigned sc);
 };
