@@ -54,9 +54,11 @@ static_assert(kTargetSlabBits >= kGranuleBits);
 
 // Empty slabs an allocator keeps for reuse by any size class before giving
 // chunks back to the backend (where they stay resident for a purge delay,
-// reusable by any thread).  Measured: 512 KiB and a 10 ms delay keep peak
-// RSS a megabyte lower than 2 MiB and 100 ms on prodcons and msgpass, at
-// the same speed and without re-faulting released memory.
+// reusable by any thread).  A class's one spare slab (an emptied slab kept
+// on its available list) counts against the same budget.  Measured: 512 KiB
+// and a 10 ms delay keep peak RSS a megabyte lower than 2 MiB and 100 ms on
+// prodcons and msgpass, at the same speed and without re-faulting released
+// memory.
 inline constexpr size_t kSlabReserveBytes = size_t{512} << 10;
 
 // Released chunks stay resident (reusable without page faults) for one to

@@ -6,7 +6,8 @@
 // the class's fast list.  Handing a slab's free objects to the fast list
 // puts it to sleep: it is on no list, and `needed` counts the frees that wake
 // it (the class's wake threshold).  Woken, it joins the available list and
-// `needed` counts the frees until it is empty; empty, its chunk goes to the
+// `needed` counts the frees until it is empty; empty, it stays as the
+// class's spare (one per class, within the reserve) or its chunk goes to the
 // chunk cache, where any size class can reuse it.  Every step is O(1).
 #include "frontend/allocator.h"
 

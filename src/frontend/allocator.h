@@ -1,6 +1,6 @@
 // frontend/allocator.h — the per-thread allocator and its fast paths.
 //
-// Owns: an allocator's size-class free lists, its slabs (active, available;
+// Owns: an allocator's size-class free lists, its slabs (active, available, spare;
 // sleeping slabs are on no list and are found again by the frees that wake
 // them), its cache of empty chunks, its remote-free inbox, and its counters.
 // The fast paths (allocate from a class list, free into an owned slab) are
