@@ -356,9 +356,9 @@ struct PcResult {
 constexpr unsigned kProducers = 4;
 constexpr unsigned kConsumers = 4;
 
-// kProducers threads allocate objects (for `duration` but at least
-// `min_per_producer` each, at most `max_per_producer`) and push them to random consumers' bounded
-// queues; kConsumers threads check and free them.
+// kProducers threads allocate objects (for `duration`, but at least
+// `min_per_producer` and at most `max_per_producer` each) and push them to
+// random consumers' bounded queues; kConsumers threads check and free them.
 //
 // Which pooled allocator each thread gets is made deterministic, so that
 // repeated runs behave alike: the producers bind first, one after the other,

@@ -56,10 +56,7 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
   for (unsigned round = 0;; round++) {
     m = available_[sc].pop_front();
     if (m != nullptr) {
-      if (m == spare_[sc]) {
-        spare_[sc] = nullptr;
-        spare_bytes_ -= sizeclass::slab_size(sc);
-      }
+      if (m == spare_[sc]) forget_spare(sc);
       active_[sc] = m;
       take(m, sc);
       return pop_fast(sc);
@@ -241,8 +238,7 @@ bool Allocator::release_unused() {
     }
     // ...and the class's spare (perhaps just emptied by the above) too.
     if (ChunkMeta* spare = spare_[sc]) {
-      spare_[sc] = nullptr;
-      spare_bytes_ -= sizeclass::slab_size(sc);
+      forget_spare(sc);
       available_[sc].remove(spare);
       release_slab(spare);
     }

@@ -147,6 +147,11 @@ class Allocator {
   void keep_chunk(ChunkMeta* m);
   // Bytes of empty memory this allocator keeps: cached chunks and spares.
   size_t kept_bytes() const { return chunk_cache_bytes_ + spare_bytes_; }
+  // Class `sc`'s spare is no longer one (taken for use, or released).
+  void forget_spare(unsigned sc) {
+    spare_[sc] = nullptr;
+    spare_bytes_ -= sizeclass::slab_size(sc);
+  }
   void release_slab(ChunkMeta* m);
   void carve(ChunkMeta* m, unsigned sc);
 };
