@@ -319,14 +319,7 @@ TEST(Calloc, LargeBlocksAreZeroIncludingAfterReuse) {
 TEST(Calloc, IsZeroAfterAHistoryOfLargeBlocks) {
   // Large blocks dirtied, freed, reallocated in random order: a calloc that
   // reuses any of that memory must zero all of it.
-  const HeapOps ops = {"malloc family",
-                       [](size_t n) { return malloc(n); },
-                       [](size_t c, size_t n) { return calloc(c, n); },
-                       [](void* p, size_t n) { return realloc(p, n); },
-                       [](size_t a, size_t n) { return aligned_alloc(a, n); },
-                       [](void* p) { free(p); },
-                       [](void* p) { return malloc_usable_size(p); }};
-  for (uint64_t seed : {1, 2, 3}) EXPECT_EQ(run_large_calloc_history(ops, seed, 400), "");
+  for (uint64_t seed : {1, 2, 3}) EXPECT_EQ(run_large_calloc_history(kMallocFamily, seed, 400), "");
 }
 
 TEST(Calloc, OneGibibyteIsZeroWithoutBeingWrittenByTheAllocator) {

@@ -13,6 +13,8 @@
 // freed by another, often after its owner has exited.
 #pragma once
 
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -38,6 +40,15 @@ struct HeapOps {
   void (*free)(void*);
   size_t (*usable_size)(void*);
 };
+
+// The process's malloc family (roost's when it overrides them).
+inline const HeapOps kMallocFamily = {"malloc family",
+                                      [](size_t n) { return malloc(n); },
+                                      [](size_t c, size_t n) { return calloc(c, n); },
+                                      [](void* p, size_t n) { return realloc(p, n); },
+                                      [](size_t a, size_t n) { return aligned_alloc(a, n); },
+                                      [](void* p) { free(p); },
+                                      [](void* p) { return malloc_usable_size(p); }};
 
 using Clock = std::chrono::steady_clock;
 

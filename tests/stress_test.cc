@@ -14,18 +14,6 @@
 using namespace roost_test;
 using namespace std::chrono_literals;
 
-namespace {
-
-const HeapOps kMallocFamily = {"malloc family",
-                               [](size_t n) { return malloc(n); },
-                               [](size_t c, size_t n) { return calloc(c, n); },
-                               [](void* p, size_t n) { return realloc(p, n); },
-                               [](size_t a, size_t n) { return aligned_alloc(a, n); },
-                               [](void* p) { free(p); },
-                               [](void* p) { return malloc_usable_size(p); }};
-
-}  // namespace
-
 TEST(Stress, RoostIsServingWhenExpected) {
   REQUIRE_ROOST();
   struct roost_stats before = stats_snapshot();
