@@ -182,21 +182,12 @@ ChunkMeta* take_dirty(unsigned order) {
       ChunkMeta* m = gen->by_order[j].pop_front();
       if (m == nullptr) continue;
       count_dirty(m, -1);
-      size_t dirty = dirty_extent(m);
-      split(m, order, [&](ChunkMeta* upper) {
-        // The upper piece holds whatever part of the dirty extent reaches it.
-        size_t offset = upper->base - m->base;
-        size_t size = size_t{1} << upper->order;
-        size_t piece = dirty > offset ? dirty - offset : 0;
-        if (piece > size) piece = size;
-        upper->dirty_pages = static_cast<uint32_t>(piece / config::kPageSize);
-        if (piece == 0)
+      split(m, order, [](ChunkMeta* upper) {
+        if (upper->dirty_pages == 0)
           push_free(upper);  // its lower buddy is out: nothing to merge with
         else
           push_dirty(upper);
       });
-      size_t size = size_t{1} << order;
-      m->dirty_pages = static_cast<uint32_t>((dirty < size ? dirty : size) / config::kPageSize);
       return m;
     }
   }
@@ -224,8 +215,8 @@ ChunkMeta* alloc(unsigned order) {
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
     if (m == nullptr) m = add_region();
     if (m == nullptr) return nullptr;
+    m->dirty_pages = 0;  // purged or never touched
     split(m, order, [](ChunkMeta* upper) { push_free(upper); });
-    m->dirty_pages = 0;
   }
   set_kind(m, ChunkKind::kUnused);
   note_out(order);

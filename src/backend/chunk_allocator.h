@@ -42,18 +42,26 @@ void release(ChunkMeta* m, size_t dirty_bytes);
 bool purge_all();
 
 // Splits the chunk `m` down to `order`, calling keep(piece) for each upper
-// piece split off (kind kUnused, base/order set).  Used by caches that took a
-// bigger chunk than they needed.
+// piece split off (kind kUnused, base/order set).  `m`'s dirty extent is
+// shared out: each piece gets the part of it that reaches the piece (its
+// `dirty_pages`, zero when none), and `m` keeps the rest.  Used by caches
+// that took a bigger chunk than they needed.
 template <typename Keep>
 void split(ChunkMeta* m, unsigned order, Keep&& keep) {
+  size_t dirty = size_t{m->dirty_pages} << config::kPageBits;
   while (m->order > order) {
     set_order(m, m->order - 1u);
-    ChunkMeta* upper = meta_of(m->base + (uintptr_t{1} << m->order));
-    upper->base = m->base + (uintptr_t{1} << m->order);
+    size_t half = size_t{1} << m->order;
+    ChunkMeta* upper = meta_of(m->base + half);
+    upper->base = m->base + half;
     set_order(upper, m->order);
     set_kind(upper, ChunkKind::kUnused);
+    size_t piece = dirty > half ? dirty - half : 0;
+    upper->dirty_pages = static_cast<uint32_t>((piece < half ? piece : half) >> config::kPageBits);
+    if (dirty > half) dirty = half;
     keep(upper);
   }
+  m->dirty_pages = static_cast<uint32_t>(dirty >> config::kPageBits);
 }
 
 void note_split_piece();

@@ -16,7 +16,7 @@ enum class ChunkKind : uint8_t {
   kUnused = 0,  // never handed out, or inside a larger block
   kFree,        // in the backend's buddy free lists (purged, reads as zero)
   kDirty,       // released to the backend, not purged yet (not merged)
-  kCached,      // held free by an allocator's or the large cache (dirty)
+  kCached,      // held free by an allocator (its first `dirty_pages` pages resident)
   kSlab,        // small objects of one size class, owned by one allocator
   kLarge,       // one large object inside a region
   kHuge,        // one object mapped on its own, beyond a region's size
@@ -50,8 +50,13 @@ struct alignas(64) ChunkMeta {
   };
   uint32_t obj_size;  // slab: object size
   union {
-    uint32_t carved;       // slab: objects carved from the bump tail so far
-    uint32_t dirty_pages;  // large, dirty: pages written since the chunk was last purged
+    // Large, dirty, cached: the leading pages written since the chunk was
+    // last purged (the rest reads as zero).
+    uint32_t dirty_pages;
+    struct {
+      uint16_t carved;         // slab: objects carved from the bump tail so far
+      uint16_t touched_pages;  // slab: leading pages that may be resident
+    };
   };
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;

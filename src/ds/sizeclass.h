@@ -81,6 +81,16 @@ struct InfoTable {
 };
 inline constexpr InfoTable kInfo{};
 
+// A slab's carve count and touched pages are 16-bit fields of its record.
+constexpr bool fits_slab_record() {
+  for (unsigned i = 0; i < kCount; i++)
+    if (kInfo.info[i].capacity > 0xffff ||
+        (size_t{1} << kInfo.info[i].slab_bits) >> config::kPageBits > 0xffff)
+      return false;
+  return true;
+}
+static_assert(fits_slab_record());
+
 // Table for sizes 0..kTableClassified, indexed by the size itself (one
 // load, no arithmetic, on the malloc fast path).
 struct SmallTable {

@@ -143,7 +143,17 @@ class Allocator {
     allocs_[sc]++;
     return p;
   }
+  // Makes `m` (a chunk just taken) the active slab of class `sc`.
+  void start_slab(ChunkMeta* m, unsigned sc);
+  // Would the next carve of `m` reach pages never touched (or purged)?
+  bool carve_touches_fresh(const ChunkMeta* m, unsigned sc) const;
+  // An empty chunk of 2^order bytes: cached ones with resident pages first,
+  // then other cached ones, then the backend's (recently released first).
   ChunkMeta* take_chunk(unsigned order);
+  // A cached chunk of at least `order` (with resident pages, if asked),
+  // split down to it; the rest stays cached.
+  ChunkMeta* take_cached(unsigned order, bool resident_only);
+  void cache_chunk(ChunkMeta* m);
   void keep_chunk(ChunkMeta* m);
   // Bytes of empty memory this allocator keeps: cached chunks and spares.
   size_t kept_bytes() const { return chunk_cache_bytes_ + spare_bytes_; }

@@ -212,3 +212,23 @@ TEST(ChunkAllocator, SplitHandsBackEveryUpperPiece) {
   chunks::release(m, 0);
   EXPECT_EQ(chunks::chunks_out(), chunks_before - 5);
 }
+
+// A split shares the chunk's dirty extent out: each piece gets the part that
+// reaches it, so a cache holding the pieces knows which are resident.
+TEST(ChunkAllocator, SplitSharesTheDirtyExtentOut) {
+  ChunkMeta* m = chunks::alloc(20);
+  ASSERT_NE(m, nullptr);
+  m->dirty_pages = 48;  // the first 192 KiB were written
+  std::vector<ChunkMeta*> pieces;
+  chunks::split_out(m, 16, [&](ChunkMeta* piece) { pieces.push_back(piece); });
+  ASSERT_EQ(pieces.size(), 4u);    // 512K, 256K, 128K, 64K from the top down
+  EXPECT_EQ(m->dirty_pages, 16u);  // the first 64 KiB: all of it
+  for (ChunkMeta* p : pieces) {
+    size_t offset = p->base - m->base;
+    uint32_t want = offset == (size_t{64} << 10) ? 16u : offset == (size_t{128} << 10) ? 16u : 0u;
+    EXPECT_EQ(p->dirty_pages, want) << "piece at +" << (offset >> 10) << " KiB";
+  }
+  for (ChunkMeta* p : pieces) chunks::release(p, size_t{p->dirty_pages} << config::kPageBits);
+  chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
+  chunks::purge_all();
+}

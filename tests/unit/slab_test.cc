@@ -109,6 +109,55 @@ TEST(Slab, AnEmptiedSlabIsKeptAsTheClassSpareAndRefilledFirst) {
   EXPECT_EQ(snapshot().slabs, base.slabs);
 }
 
+// A class whose active slab would next carve untouched pages takes an empty
+// chunk that is still resident (released by another class) instead, and
+// carves that chunk's resident pages before touching any fresh one.
+TEST(Slab, ResidentEmptyMemoryIsCarvedBeforeUntouchedPages) {
+  constexpr uintptr_t kSlabBytes = uintptr_t{64} << 10;
+  auto slab_of = [](void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kSlabBytes - 1); };
+  roost_trim();  // nothing resident kept from earlier tests
+  // Class of 64 B: one carve is one page of 64 objects.
+  std::vector<void*> small;
+  small.push_back(roost_malloc(64));
+  uintptr_t first_slab = slab_of(small[0]);
+  // Four slabs of 1 KiB objects, written, then freed: the first stays as
+  // that class's spare, the middle two go to the chunk cache (resident),
+  // the active one stays.
+  std::vector<void*> big;
+  std::set<uintptr_t> big_slabs;
+  for (int i = 0; i < 4 * 64; i++) {
+    big.push_back(roost_malloc(1024));
+    std::memset(big.back(), 1, 1024);
+    big_slabs.insert(slab_of(big.back()));
+  }
+  ASSERT_EQ(big_slabs.size(), 4u);
+  for (void* p : big) roost_free(p);
+  struct roost_stats before = snapshot();
+  // The rest of the first page of 64 B objects...
+  for (int i = 1; i < 64; i++) {
+    small.push_back(roost_malloc(64));
+    EXPECT_EQ(slab_of(small.back()), first_slab);
+  }
+  // ...then a whole slab's worth more, all from one of the freed 1 KiB slabs
+  // (its pages were written: no fresh page is touched), and no new chunk.
+  uintptr_t resident_slab = 0;
+  for (int i = 0; i < 1024; i++) {
+    small.push_back(roost_malloc(64));
+    uintptr_t s = slab_of(small.back());
+    if (i == 0) {
+      resident_slab = s;
+      EXPECT_NE(s, first_slab) << "carved untouched pages while resident memory was cached";
+      EXPECT_TRUE(big_slabs.count(s)) << "not a chunk the 1 KiB class released";
+    }
+    EXPECT_EQ(s, resident_slab);
+  }
+  struct roost_stats after = snapshot();
+  EXPECT_EQ(after.slabs, before.slabs + 1);
+  EXPECT_EQ(after.bytes_committed, before.bytes_committed);
+  for (void* p : small) roost_free(p);
+  roost_trim();
+}
+
 TEST(Slab, MemoryFreedInOneClassServesAnother) {
   struct roost_stats before = snapshot();
   for (int round = 0; round < 8; round++) {
