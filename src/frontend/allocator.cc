@@ -26,6 +26,13 @@ namespace {
 // Take 512 KiB from the backend at a time (the default reserve's size), so
 // most slabs cost no lock.
 constexpr unsigned kBatchOrder = 19;
+
+// Objects the next carve of slab `m` takes from its tail: a carve's worth,
+// or what is left.
+uint32_t carve_count(const ChunkMeta* m, const sizeclass::ClassInfo& info) {
+  uint32_t left = info.capacity - m->carved;
+  return info.carve < left ? info.carve : left;
+}
 }  // namespace
 
 void* Allocator::alloc_refill(FreeObject** slot) {
@@ -140,8 +147,7 @@ void Allocator::take(ChunkMeta* m, unsigned sc) {
 
 void Allocator::carve(ChunkMeta* m, unsigned sc) {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-  uint32_t left = info.capacity - m->carved;
-  uint32_t count = info.carve < left ? info.carve : left;
+  uint32_t count = carve_count(m, info);
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * info.size;
   fast_[sc] = freelist::build(first, info.size, count, fast_[sc]);
   // Only an asleep slab is carved (see refill_from_other_slab).  Its wake
@@ -156,8 +162,7 @@ void Allocator::carve(ChunkMeta* m, unsigned sc) {
 
 bool Allocator::carve_touches_fresh(const ChunkMeta* m, unsigned sc) const {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-  uint32_t left = info.capacity - m->carved;
-  uint32_t count = info.carve < left ? info.carve : left;
+  uint32_t count = carve_count(m, info);
   size_t end = size_t{m->carved + count} * info.size;
   return end > size_t{m->touched_pages} << config::kPageBits;
 }
