@@ -14,6 +14,16 @@
 
 using namespace roost;
 
+namespace {
+// Sets the purge delay for one test and puts the old value back after it,
+// however the test ends.
+struct ScopedPurgeDelay {
+  uint64_t saved = options::get(options::kPurgeDelayMs);
+  explicit ScopedPurgeDelay(uint64_t ms) { options::set(options::kPurgeDelayMs, ms); }
+  ~ScopedPurgeDelay() { options::set(options::kPurgeDelayMs, saved); }
+};
+}  // namespace
+
 TEST(ChunkAllocator, ChunksAreNaturallyAlignedDisjointAndZero) {
   ASSERT_TRUE(pagemap::init());
   std::vector<ChunkMeta*> got;
@@ -92,8 +102,7 @@ TEST(ChunkAllocator, ReleasedChunksAreReusedUnpurgedThenPurged) {
 // two purge delays after it was released.
 TEST(ChunkAllocator, DirtyChunksArePurgedAfterTheDelay) {
   chunks::purge_all();
-  uint64_t saved = options::get(options::kPurgeDelayMs);
-  options::set(options::kPurgeDelayMs, 20);
+  ScopedPurgeDelay delay(20);
   ChunkMeta* m = chunks::alloc(17);
   ASSERT_NE(m, nullptr);
   char* bytes = reinterpret_cast<char*>(m->base);
@@ -106,7 +115,6 @@ TEST(ChunkAllocator, DirtyChunksArePurgedAfterTheDelay) {
   }
   EXPECT_EQ(chunks::dirty_bytes(), 0u);
   EXPECT_EQ(bytes[5], 0);
-  options::set(options::kPurgeDelayMs, saved);
 }
 
 // A dirty chunk split for a smaller request hands its dirty extent on to
@@ -161,8 +169,7 @@ TEST(ChunkAllocator, DirtyBuddiesMerge) {
 // the other half released; the merge takes the first off the old list.
 TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
   chunks::purge_all();
-  uint64_t saved = options::get(options::kPurgeDelayMs);
-  options::set(options::kPurgeDelayMs, 20);
+  ScopedPurgeDelay delay(20);
   ChunkMeta* pair = chunks::alloc(17);
   ASSERT_NE(pair, nullptr);
   uintptr_t base = pair->base;
@@ -179,7 +186,6 @@ TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
   EXPECT_EQ(whole->base, base);
   EXPECT_EQ(chunks::dirty_bytes(), 0u);  // nothing left on either list
   chunks::release(whole, 0);
-  options::set(options::kPurgeDelayMs, saved);
   EXPECT_FALSE(chunks::purge_all());
 }
 
