@@ -9,7 +9,8 @@ namespace roost::options {
 
 const Option kTable[kCount] = {
     {"ROOST_STATS", 0, "print statistics to stderr at exit"},
-    {"ROOST_SLAB_RESERVE", config::kSlabReserveBytes, "bytes of empty slabs kept per allocator"},
+    {"ROOST_SLAB_RESERVE", config::kSlabReserveBytes,
+     "resident bytes of empty slabs kept per allocator"},
     {"ROOST_PURGE_DONTNEED", 1, "purge with MADV_DONTNEED (1) or MADV_FREE (0)"},
     {"ROOST_OUTBOX_BYTES", config::kOutboxBytes, "remote-free bytes collected before posting"},
     {"ROOST_PURGE_DELAY", config::kPurgeDelayMs,

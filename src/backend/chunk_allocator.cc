@@ -175,10 +175,11 @@ void decay(uint64_t now) {
   if (dirty_bytes() > config::kMaxDirtyBytes) purge_and_merge(detach(g_old));
 }
 
-// A dirty chunk of at least `order`, split down to it; nullptr if none.
-ChunkMeta* take_dirty(unsigned order) {
+// A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
+// if none.
+ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
   for (DirtyLists* gen : {&g_young, &g_old}) {
-    for (unsigned j = order; j <= kMaxOrder; j++) {
+    for (unsigned j = order; j <= max_order; j++) {
       ChunkMeta* m = gen->by_order[j].pop_front();
       if (m == nullptr) continue;
       count_dirty(m, -1);
@@ -199,19 +200,16 @@ void note_out(unsigned order) {
   __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED);
 }
 
-}  // namespace
-
-ChunkMeta* meta_of(uintptr_t addr) {
-  Region* r = __atomic_load_n(&g_regions[addr >> config::kRegionBits], __ATOMIC_ACQUIRE);
-  return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
-}
-
-ChunkMeta* alloc(unsigned order) {
+// A chunk of 2^order bytes: dirty memory first (split from a chunk of at
+// most 2^max_dirty_order bytes), then, if `clean` allows, memory that reads
+// as zero.  nullptr when there is none (or the OS refuses).
+ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
   LockGuard guard(g_lock);
   decay(now);
-  ChunkMeta* m = take_dirty(order);
+  ChunkMeta* m = take_dirty(order, max_dirty_order);
   if (m == nullptr) {
+    if (!clean) return nullptr;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
     if (m == nullptr) m = add_region();
     if (m == nullptr) return nullptr;
@@ -221,6 +219,20 @@ ChunkMeta* alloc(unsigned order) {
   set_kind(m, ChunkKind::kUnused);
   note_out(order);
   return m;
+}
+
+}  // namespace
+
+ChunkMeta* meta_of(uintptr_t addr) {
+  Region* r = __atomic_load_n(&g_regions[addr >> config::kRegionBits], __ATOMIC_ACQUIRE);
+  return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
+}
+
+ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
+
+ChunkMeta* alloc_dirty(unsigned order, unsigned max_order) {
+  if (!has_dirty(order)) return nullptr;
+  return take(order, max_order, false);
 }
 
 bool has_dirty(unsigned order) {

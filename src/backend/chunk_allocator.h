@@ -28,6 +28,10 @@ ChunkMeta* meta_of(uintptr_t addr);
 // memory that reads as zero (dirty_pages == 0).  nullptr when the OS refuses.
 ChunkMeta* alloc(unsigned order);
 
+// A released, unpurged chunk of 2^order bytes, split from one of at most
+// 2^max_order bytes; nullptr if there is none.
+ChunkMeta* alloc_dirty(unsigned order, unsigned max_order);
+
 // Is a released, unpurged chunk of at least this order at hand?  A hint,
 // read without the lock: callers choose between reusing one and a batch.
 bool has_dirty(unsigned order);

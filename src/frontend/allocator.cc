@@ -94,8 +94,9 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
   // released memory sits idle.  The old slab keeps its untouched tail
   // (address space only) and carves it when it is active again and nothing
   // resident is cached.  (Chunks released to the backend are left there:
-  // taking them for slabs would break up the dirty blocks that large
-  // objects reuse; measured, realloc's peak RSS grew from 18 to 24-28 MiB.)
+  // taking them here, ahead of the old slab's tail, broke up the dirty
+  // blocks that large objects reuse; measured, realloc's peak RSS grew from
+  // 18 to 24-28 MiB.  take_chunk takes them only when it needs a chunk.)
   m = active_[sc];
   if (m == nullptr || m->carved == info.capacity) {
     m = take_chunk(info.slab_bits);
@@ -220,7 +221,9 @@ void Allocator::release_slab(ChunkMeta* m) {
 }
 
 void Allocator::keep_chunk(ChunkMeta* m) {
-  size_t bytes = size_t{1} << m->order;
+  // The reserve bounds resident bytes: an untouched chunk costs nothing to
+  // keep (and its buddies stay whole for the next batch).
+  size_t bytes = size_t{m->dirty_pages} << config::kPageBits;
   if (kept_bytes() + bytes <= options::get(options::kSlabReserveBytes)) {
     cache_chunk(m);
     return;
@@ -232,6 +235,7 @@ void Allocator::cache_chunk(ChunkMeta* m) {
   set_kind(m, ChunkKind::kCached);
   chunk_cache_[m->order].push_front(m);
   chunk_cache_bytes_ += size_t{1} << m->order;
+  chunk_cache_resident_ += size_t{m->dirty_pages} << config::kPageBits;
 }
 
 ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
@@ -240,6 +244,7 @@ ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
       if (resident_only && m->dirty_pages == 0) continue;
       chunk_cache_[j].remove(m);
       chunk_cache_bytes_ -= size_t{1} << j;
+      chunk_cache_resident_ -= size_t{m->dirty_pages} << config::kPageBits;
       chunks::split_out(m, order, [this](ChunkMeta* piece) { cache_chunk(piece); });
       return m;
     }
@@ -248,9 +253,12 @@ ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
 }
 
 ChunkMeta* Allocator::take_chunk(unsigned order) {
-  // Cached chunks with resident pages first, then untouched ones (pieces
-  // of a batch).
+  // Resident memory first: cached chunks with resident pages, then chunks
+  // released to the backend and not purged yet (split only from blocks up
+  // to a batch's size: bigger ones are large objects', which reuse them
+  // whole).  Then untouched cached chunks (pieces of a batch).
   if (ChunkMeta* m = take_cached(order, true)) return m;
+  if (ChunkMeta* m = chunks::alloc_dirty(order, kBatchOrder)) return m;
   if (ChunkMeta* m = take_cached(order, false)) return m;
   // Nothing cached is big enough.  Memory that exited threads' objects hold
   // may be waiting in a pooled allocator's inbox: deliver some first.
@@ -314,6 +322,7 @@ bool Allocator::trim_chunk_cache(size_t keep) {
       if (m == nullptr) break;
       size_t bytes = size_t{1} << j;
       chunk_cache_bytes_ -= bytes;
+      chunk_cache_resident_ -= size_t{m->dirty_pages} << config::kPageBits;
       chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
       released = true;
     }

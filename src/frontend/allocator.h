@@ -39,6 +39,7 @@ class Allocator {
   size_t spare_bytes_;  // their chunks' bytes (with the cache's, within the reserve)
   DList<ChunkMeta> chunk_cache_[config::kRegionBits + 1];  // empty chunks kept, by order
   size_t chunk_cache_bytes_;
+  size_t chunk_cache_resident_;  // of which in their chunks' dirty extents
   // Message passing: objects other allocators freed, sent home here, and
   // objects this allocator freed for others, collected by slab (BatchIt)
   // and waiting to be posted.
@@ -155,8 +156,11 @@ class Allocator {
   ChunkMeta* take_cached(unsigned order, bool resident_only);
   void cache_chunk(ChunkMeta* m);
   void keep_chunk(ChunkMeta* m);
-  // Bytes of empty memory this allocator keeps: cached chunks and spares.
-  size_t kept_bytes() const { return chunk_cache_bytes_ + spare_bytes_; }
+  // Bytes of empty memory this allocator keeps resident, against the
+  // reserve: cached chunks' dirty extents and spares.  (Untouched cached
+  // pieces cost address space only: counting them sent emptied slabs to the
+  // backend while the pieces held the reserve.)
+  size_t kept_bytes() const { return chunk_cache_resident_ + spare_bytes_; }
   // Class `sc`'s spare is no longer one (taken for use, or released).
   void forget_spare(unsigned sc) {
     spare_[sc] = nullptr;

@@ -238,3 +238,25 @@ TEST(ChunkAllocator, SplitSharesTheDirtyExtentOut) {
   chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
   chunks::purge_all();
 }
+
+// alloc_dirty takes only released, unpurged memory, and only from chunks no
+// bigger than it is told: a large object's dirty block stays whole.
+TEST(ChunkAllocator, AllocDirtyTakesOnlyReleasedChunksWithinTheOrderBound) {
+  chunks::purge_all();
+  EXPECT_EQ(chunks::alloc_dirty(16, 19), nullptr);  // nothing released
+  ChunkMeta* big = chunks::alloc(20);
+  ASSERT_NE(big, nullptr);
+  uintptr_t big_base = big->base;
+  chunks::release(big, size_t{1} << 20);  // a 1 MiB dirty block
+  EXPECT_EQ(chunks::alloc_dirty(16, 19), nullptr) << "split a block above the bound";
+  EXPECT_EQ(chunks::dirty_bytes(), size_t{1} << 20);
+  ChunkMeta* piece = chunks::alloc_dirty(16, 20);
+  ASSERT_NE(piece, nullptr);
+  EXPECT_EQ(piece->order, 16u);
+  EXPECT_EQ(piece->base, big_base);
+  EXPECT_EQ(piece->dirty_pages, (size_t{1} << 16) >> config::kPageBits);
+  EXPECT_EQ(chunks::dirty_bytes(), (size_t{1} << 20) - (size_t{1} << 16));
+  chunks::release(piece, size_t{1} << 16);
+  chunks::purge_all();
+  EXPECT_EQ(chunks::alloc_dirty(16, 20), nullptr) << "purged memory is not dirty";
+}

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "roost.h"
@@ -155,6 +156,71 @@ TEST(Slab, ResidentEmptyMemoryIsCarvedBeforeUntouchedPages) {
   EXPECT_EQ(after.slabs, before.slabs + 1);
   EXPECT_EQ(after.bytes_committed, before.bytes_committed);
   for (void* p : small) roost_free(p);
+  roost_trim();
+}
+
+// The reserve bounds the resident memory an allocator keeps: untouched
+// pieces of a batch it took from the backend do not count against it, so
+// emptied slabs (resident) stay in the allocator instead of going back to
+// the backend while untouched pieces take their place.
+TEST(Slab, UntouchedCachedChunksDoNotCrowdEmptiedSlabsOutOfTheReserve) {
+  constexpr size_t kSize = 1024;
+  constexpr size_t kPerSlab = (size_t{64} << 10) / kSize;
+  roost_trim();  // nothing cached or dirty
+  // Ten slabs: the first batch of eight (512 KiB), then a second batch, of
+  // which two slabs are used and six pieces (384 KiB) stay untouched.
+  std::vector<void*> objects;
+  for (size_t i = 0; i < 10 * kPerSlab; i++) {
+    objects.push_back(roost_malloc(kSize));
+    ASSERT_NE(objects.back(), nullptr);
+    std::memset(objects.back(), 7, kSize);
+  }
+  struct roost_stats before = snapshot();
+  for (void* p : objects) roost_free(p);
+  struct roost_stats after = snapshot();
+  // One spare and up to seven cached chunks (512 KiB) stay resident in the
+  // allocator; at most the last emptied slabs go to the backend.  Counting
+  // the untouched pieces against the reserve sent seven (448 KiB) there.
+  EXPECT_LE(after.bytes_dirty - before.bytes_dirty, size_t{128} << 10);
+  EXPECT_EQ(after.bytes_committed, before.bytes_committed);
+  roost_trim();
+}
+
+// A slab needs a chunk and nothing resident is cached: memory another
+// thread released (resident, waiting out the purge delay) is taken before
+// an untouched cached piece, so the footprint does not grow.
+TEST(Slab, ReleasedResidentMemoryIsReusedBeforeUntouchedCachedPieces) {
+  constexpr uintptr_t kSlabBytes = uintptr_t{64} << 10;
+  auto slab_of = [](void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kSlabBytes - 1); };
+  roost_trim();
+  // This thread takes a batch: one slab of 48 B objects, the rest cached
+  // untouched.
+  void* first = roost_malloc(48);
+  ASSERT_NE(first, nullptr);
+  // Another thread fills and frees four slabs of 1 KiB objects and exits:
+  // its chunks go back to the backend, written (dirty).
+  std::set<uintptr_t> released;
+  std::thread other([&] {
+    std::vector<void*> objects;
+    for (int i = 0; i < 4 * 64; i++) {
+      objects.push_back(roost_malloc(1024));
+      std::memset(objects.back(), 9, 1024);
+      released.insert(slab_of(objects.back()));
+    }
+    for (void* p : objects) roost_free(p);
+  });
+  other.join();
+  ASSERT_EQ(released.size(), 4u);
+  struct roost_stats before = snapshot();
+  ASSERT_GE(before.bytes_dirty, size_t{4} * kSlabBytes);
+  // A new class here needs a slab: it is one of the released ones.
+  void* p = roost_malloc(2000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(released.count(slab_of(p))) << "took an untouched piece over released memory";
+  struct roost_stats after = snapshot();
+  EXPECT_EQ(after.bytes_dirty, before.bytes_dirty - kSlabBytes);
+  roost_free(p);
+  roost_free(first);
   roost_trim();
 }
 
