@@ -81,8 +81,6 @@ void merge_free(ChunkMeta* m) {
   push_free(m);
 }
 
-size_t dirty_extent(const ChunkMeta* m) { return size_t{m->dirty_pages} * config::kPageSize; }
-
 // Counts a chunk into (+1) or out of (-1) the dirty generations.
 void count_dirty(const ChunkMeta* m, int sign) {
   __atomic_fetch_add(&g_dirty, static_cast<size_t>(sign) * dirty_extent(m), __ATOMIC_RELAXED);

@@ -52,7 +52,7 @@ bool purge_all();
 // that took a bigger chunk than they needed.
 template <typename Keep>
 void split(ChunkMeta* m, unsigned order, Keep&& keep) {
-  size_t dirty = size_t{m->dirty_pages} << config::kPageBits;
+  size_t dirty = dirty_extent(m);
   while (m->order > order) {
     set_order(m, m->order - 1u);
     size_t half = size_t{1} << m->order;

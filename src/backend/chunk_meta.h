@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "config.h"
 #include "ds/freelist.h"
 
 namespace roost {
@@ -63,6 +64,12 @@ struct alignas(64) ChunkMeta {
   ChunkMeta* next;
 };
 static_assert(sizeof(ChunkMeta) == 64);
+
+// Bytes of a large, dirty or cached chunk's leading pages that may be
+// resident (written since it was last purged).
+inline size_t dirty_extent(const ChunkMeta* m) {
+  return size_t{m->dirty_pages} << config::kPageBits;
+}
 
 // The backend reads a chunk's kind and order when it looks at the chunk's
 // buddy, which may be held (and be changing hands) elsewhere without the

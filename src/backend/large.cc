@@ -34,8 +34,6 @@ void note_dirty(ChunkMeta* m, size_t usable) {
   if (pages > m->dirty_pages) m->dirty_pages = pages;
 }
 
-size_t dirty_bytes(const ChunkMeta* m) { return size_t{m->dirty_pages} * config::kPageSize; }
-
 void* alloc_huge(size_t usable, size_t align) {
   void* p = os::reserve_aligned(usable, align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
@@ -80,7 +78,7 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   // purged; with MADV_FREE purging it may still hold old bytes.
   if (options::get(options::kPurgeZero) == 0)
     m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
-  *dirty = dirty_bytes(m);
+  *dirty = dirty_extent(m);
   note_dirty(m, usable);
   set_kind(m, ChunkKind::kLarge);
   m->owner = kNoOwner;
@@ -102,7 +100,7 @@ void free(ChunkMeta* m) {
     return;
   }
   // dirty_pages bounds what the backend's purge must cover.
-  chunks::release(m, dirty_bytes(m));
+  chunks::release(m, dirty_extent(m));
 }
 
 bool resize_in_place(ChunkMeta* m, size_t new_size) {
@@ -116,8 +114,8 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
     if (usable > chunk || usable * 4 <= chunk) return false;
     note_dirty(m, usable);
     // A shrink by a megabyte or more gives the tail's pages back now.
-    if (dirty_bytes(m) >= usable + (size_t{1} << 20)) {
-      os::purge(reinterpret_cast<void*>(m->base + usable), dirty_bytes(m) - usable,
+    if (dirty_extent(m) >= usable + (size_t{1} << 20)) {
+      os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
                 options::get(options::kPurgeZero) != 0);
       m->dirty_pages = static_cast<uint32_t>(usable / config::kPageSize);
     }

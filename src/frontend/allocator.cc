@@ -223,19 +223,19 @@ void Allocator::release_slab(ChunkMeta* m) {
 void Allocator::keep_chunk(ChunkMeta* m) {
   // The reserve bounds resident bytes: an untouched chunk costs nothing to
   // keep (and its buddies stay whole for the next batch).
-  size_t bytes = size_t{m->dirty_pages} << config::kPageBits;
+  size_t bytes = dirty_extent(m);
   if (kept_bytes() + bytes <= options::get(options::kSlabReserveBytes)) {
     cache_chunk(m);
     return;
   }
-  chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
+  chunks::release(m, dirty_extent(m));
 }
 
 void Allocator::cache_chunk(ChunkMeta* m) {
   set_kind(m, ChunkKind::kCached);
   chunk_cache_[m->order].push_front(m);
   chunk_cache_bytes_ += size_t{1} << m->order;
-  chunk_cache_resident_ += size_t{m->dirty_pages} << config::kPageBits;
+  chunk_cache_resident_ += dirty_extent(m);
 }
 
 ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
@@ -244,7 +244,7 @@ ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
       if (resident_only && m->dirty_pages == 0) continue;
       chunk_cache_[j].remove(m);
       chunk_cache_bytes_ -= size_t{1} << j;
-      chunk_cache_resident_ -= size_t{m->dirty_pages} << config::kPageBits;
+      chunk_cache_resident_ -= dirty_extent(m);
       chunks::split_out(m, order, [this](ChunkMeta* piece) { cache_chunk(piece); });
       return m;
     }
@@ -322,8 +322,8 @@ bool Allocator::trim_chunk_cache(size_t keep) {
       if (m == nullptr) break;
       size_t bytes = size_t{1} << j;
       chunk_cache_bytes_ -= bytes;
-      chunk_cache_resident_ -= size_t{m->dirty_pages} << config::kPageBits;
-      chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
+      chunk_cache_resident_ -= dirty_extent(m);
+      chunks::release(m, dirty_extent(m));
       released = true;
     }
   }
