@@ -222,7 +222,7 @@ void Allocator::release_slab(ChunkMeta* m) {
 
 void Allocator::keep_chunk(ChunkMeta* m) {
   // The reserve bounds resident bytes: an untouched chunk costs nothing to
-  // keep (and its buddies stay whole for the next batch).
+  // keep.
   size_t bytes = dirty_extent(m);
   if (kept_bytes() + bytes <= options::get(options::kSlabReserveBytes)) {
     cache_chunk(m);
