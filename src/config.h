@@ -129,9 +129,6 @@ inline constexpr unsigned kInboxBudget = 4096;
 // A size class that runs dry with no freed object at hand visits the inbox
 // up to this many more times before it carves fresh memory.
 inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
-// A thread that only frees other threads' objects looks at its own inbox
-// after this many of them.
-inline constexpr unsigned kRemoteFreesPerInboxCheck = 256;
 
 // Checked build (-DROOST_CHECKED=1): the free fast path verifies that a
 // pointer is exactly an object start (interior pointers are diagnosed);

@@ -28,7 +28,8 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
     }
     slabs += read(a.slabs_);
     out->remote_frees += read(a.remote_frees_);
-    out->messages_sent += read(a.messages_sent_);
+    // Every object a thread frees remotely or forwards is sent.
+    out->messages_sent += read(a.remote_frees_) + read(a.messages_forwarded_);
     out->batches_sent += read(a.batches_sent_);
     out->messages_received += read(a.messages_received_);
     out->messages_forwarded += read(a.messages_forwarded_);

@@ -47,11 +47,9 @@ class Allocator {
   Outbox outbox_;
   RemoteCache remote_cache_;
   size_t outbox_limit_;             // ROOST_OUTBOX_BYTES, cached at bind
-  uint32_t remote_frees_to_check_;  // remote frees until the next inbox visit
   bool batchit_;                    // ROOST_BATCHIT, cached at bind
   bool draining_;                   // inside drain_inbox
-  uint64_t remote_frees_;
-  uint64_t messages_sent_;          // objects posted, forwarded ones included
+  uint64_t remote_frees_;           // objects sent: these and the forwarded ones
   uint64_t batches_sent_;           // inbox enqueues
   uint64_t slab_batches_sent_;      // batch messages posted, forwarded ones included
   uint64_t batchit_evictions_;      // batches evicted from the cache to make room
@@ -106,7 +104,8 @@ class Allocator {
   void* alloc_borrowed(unsigned sc);
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
   // Frees `p`, an object of slab `m` that another allocator owns (counted
-  // here): files it in the outbox, posting the outbox when it is full.
+  // here): files it in the outbox (through the BatchIt cache), posting the
+  // outbox, and visiting the inbox, when it is full.
   void free_remote(ChunkMeta* m, void* p);
   // For a thread without an allocator (past its exit hook): posts `p` to
   // its owner's inbox alone.
@@ -114,6 +113,9 @@ class Allocator {
   // Posts the remote cache's batches and every outbox bucket (forwarding
   // rounds included).
   void flush_outbox();
+  // The outbox is full: posts it, and visits the inbox (so a thread that
+  // only frees others' objects still takes its own back).
+  ROOST_NOINLINE void post_and_visit();
   // Takes messages from the inbox: at most kInboxBudget, or all of them
   // (until the inbox reads empty) when `all`.
   void drain_inbox(bool all);

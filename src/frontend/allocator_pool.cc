@@ -94,8 +94,8 @@ Allocator* bind() {
   Allocator* a = acquire();
   if (a == nullptr) return nullptr;
   a->outbox_limit_ = options::get(options::kOutboxBytes);
+  a->outbox_.room = static_cast<int64_t>(a->outbox_limit_);
   a->batchit_ = options::get(options::kBatchIt) != 0;
-  a->remote_frees_to_check_ = config::kRemoteFreesPerInboxCheck;
   t_alloc = a;
   os::arm_thread_exit_hook(a);
   return a;
@@ -170,9 +170,9 @@ bool trim_all() {
   for (unsigned pass = 0; pass < 64; pass++) {
     uint64_t moved = 0;
     auto settle = [&](Allocator* a) {
-      uint64_t before = a->messages_received_ + a->messages_sent_;
+      uint64_t before = a->messages_received_ + a->messages_forwarded_;
       a->settle();
-      moved += a->messages_received_ + a->messages_sent_ - before;
+      moved += a->messages_received_ + a->messages_forwarded_ - before;
     };
     if (self != &g_unbound) settle(self);
     for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) settle(a);

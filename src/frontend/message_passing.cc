@@ -30,10 +30,7 @@ void Allocator::post_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uin
 
 void Allocator::free_remote(ChunkMeta* m, void* p) {
   frees_[m->sizeclass]++;
-  // The cache's bytes count against the outbox threshold like the outbox's.
-  outbox_.bytes += m->obj_size;
   remote_frees_++;
-  messages_sent_++;
   auto* o = static_cast<FreeObject*>(p);
   RemoteCache::Entry evicted;
   if (!config::kBatchIt || !batchit_) {
@@ -42,12 +39,14 @@ void Allocator::free_remote(ChunkMeta* m, void* p) {
     post_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
     batchit_evictions_++;
   }
-  if (ROOST_UNLIKELY(outbox_.bytes >= outbox_limit_)) flush_outbox();
-  // A thread that only frees others' objects still visits its own inbox.
-  if (ROOST_UNLIKELY(--remote_frees_to_check_ == 0)) {
-    remote_frees_to_check_ = config::kRemoteFreesPerInboxCheck;
-    if (inbox_.maybe_nonempty()) drain_inbox(false);
-  }
+  // The cache's bytes count against the outbox's room like the outbox's.
+  outbox_.room -= m->obj_size;
+  if (ROOST_UNLIKELY(outbox_.room <= 0)) post_and_visit();
+}
+
+void Allocator::post_and_visit() {
+  flush_outbox();
+  if (inbox_.maybe_nonempty()) drain_inbox(false);
 }
 
 void Allocator::send_alone(ChunkMeta* m, void* p) {
@@ -68,12 +67,12 @@ void Allocator::flush_outbox() {
   // within 32 / kBucketBits rounds.
   for (unsigned shift = 0;; shift += config::kBucketBits) {
     unsigned home = (id_ >> shift) & Outbox::kMask;
-    for (unsigned b = 0; b < Outbox::kBuckets; b++) {
-      if (b == home || outbox_.empty(b)) continue;
+    outbox_.for_each_filled([&](unsigned b) {
+      if (b == home) return;
       Outbox::Bucket batch = outbox_.take(b);
       owner_of(batch.head)->inbox_.enqueue(batch.head, batch.tail);
       batches_sent_++;
-    }
+    });
     if (outbox_.empty(home)) break;
     QueueNode* list = outbox_.take(home).head;
     unsigned next_shift = shift + config::kBucketBits;
@@ -83,7 +82,7 @@ void Allocator::flush_outbox() {
       list = next;
     }
   }
-  outbox_.bytes = 0;
+  outbox_.room = static_cast<int64_t>(outbox_limit_);
 }
 
 void Allocator::drain_inbox(bool all) {
@@ -107,7 +106,7 @@ void Allocator::drain_inbox(bool all) {
       // Sent here because our id shares the owner's low bits: pass the
       // whole batch on.
       file_message(owner, node, 0);
-      outbox_.bytes += size_t{b.count} * m->obj_size;
+      outbox_.room -= static_cast<int64_t>(size_t{b.count} * m->obj_size);
       forwarded += b.count;
       forwarded_batches++;
     }
@@ -119,7 +118,6 @@ void Allocator::drain_inbox(bool all) {
   slab_batches_received_ += batches;
   if (forwarded != 0) {
     messages_forwarded_ += forwarded;
-    messages_sent_ += forwarded;
     slab_batches_sent_ += forwarded_batches;
     // Forwarded messages go on at once: the sender's flush already waited
     // for a full outbox, and this thread may not free anything for a while.

@@ -1,7 +1,7 @@
 // frontend/outbox.h — remote frees collected for posting, by destination.
 //
 // Owns: 2^kBucketBits lists of freed objects keyed by bits of their owner's
-// allocator id, and the byte count that decides when to post them.  Posting
+// allocator id, and the room left that decides when to post them.  Posting
 // (Allocator::flush_outbox) sends each bucket to the owner of its first
 // object with one atomic exchange; the bucket of the sender's own id bits
 // (its home bucket) is re-sorted by the next bits instead, so that no
@@ -21,6 +21,7 @@ class Outbox {
  public:
   static constexpr unsigned kBuckets = 1u << config::kBucketBits;
   static constexpr unsigned kMask = kBuckets - 1;
+  static constexpr unsigned kWords = (kBuckets + 63) / 64;
 
   struct Bucket {
     QueueNode* head;
@@ -32,22 +33,40 @@ class Outbox {
     Bucket& bucket = buckets_[b];
     node->next.store(bucket.head, std::memory_order_relaxed);
     bucket.head = node;
-    if (bucket.tail == nullptr) bucket.tail = node;
+    if (bucket.tail == nullptr) {
+      bucket.tail = node;
+      filled_[b / 64] |= uint64_t{1} << (b % 64);
+    }
   }
 
   // Takes bucket `b`'s list; nullptr when empty.
   Bucket take(unsigned b) {
     Bucket out = buckets_[b];
     buckets_[b] = Bucket{nullptr, nullptr};
+    filled_[b / 64] &= ~(uint64_t{1} << (b % 64));
     return out;
   }
 
   bool empty(unsigned b) const { return buckets_[b].head == nullptr; }
 
-  size_t bytes = 0;  // object bytes held, against the flush threshold
+  // Calls fn(b) for every bucket b that holds messages, in increasing order
+  // (posting visits only these, not every bucket).  fn may take bucket b,
+  // and may file into buckets above it only if those are to be visited too.
+  template <typename Fn>
+  void for_each_filled(Fn&& fn) {
+    for (unsigned w = 0; w < kWords; w++) {
+      for (uint64_t bits = filled_[w]; bits != 0; bits &= bits - 1)
+        fn(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
+    }
+  }
+
+  // Bytes the outbox (and the remote cache in front of it) may still take
+  // before it is posted: ROOST_OUTBOX_BYTES less the object bytes held.
+  int64_t room = 0;
 
  private:
   Bucket buckets_[kBuckets] = {};
+  uint64_t filled_[kWords] = {};  // bit b: bucket b holds messages
 };
 
 }  // namespace roost

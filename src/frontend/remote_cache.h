@@ -27,6 +27,10 @@ class RemoteCache {
 
   static constexpr bool kLru = config::kBatchItEviction == config::Eviction::kLeastRecentlyUsed;
 
+  constexpr RemoteCache() = default;
+  RemoteCache(const RemoteCache&) = delete;  // last_ points into the cache itself
+  RemoteCache& operator=(const RemoteCache&) = delete;
+
   struct Entry {
     ChunkMeta* slab;  // nullptr: the way is free
     FreeObject* head;
@@ -39,14 +43,21 @@ class RemoteCache {
   // room: *evicted then holds it, for the caller to post.
   ROOST_INLINE bool add(ChunkMeta* m, void* p, Entry* evicted) {
     auto* o = static_cast<FreeObject*>(p);
+    // A run of frees into one slab (objects allocated together, freed
+    // together) skips the hash: the way of the previous add is looked at
+    // first.  It is the most recently used way of its set, so LRU order
+    // needs no update.
+    if (ROOST_LIKELY(last_->slab == m)) {
+      push(last_, o);
+      return false;
+    }
     Set& set = sets_[set_of(m)];
     if constexpr (kLru) set.clock++;
     for (Entry& e : set.ways) {
       if (e.slab == m) {
-        o->next = e.head;
-        e.head = o;
-        e.count++;
+        push(&e, o);
         if constexpr (kLru) e.last_use = set.clock;
+        last_ = &e;
         return false;
       }
     }
@@ -57,6 +68,7 @@ class RemoteCache {
     victim->head = victim->tail = o;
     victim->count = 1;
     if constexpr (kLru) victim->last_use = set.clock;
+    last_ = victim;
     return full;
   }
 
@@ -84,6 +96,12 @@ class RemoteCache {
     uint32_t clock;  // LRU only: adds to the set so far
   };
 
+  static ROOST_INLINE void push(Entry* e, FreeObject* o) {
+    o->next = e->head;
+    e->head = o;
+    e->count++;
+  }
+
   static Entry* pick_victim(Set& set) {
     Entry* victim = &set.ways[0];
     for (Entry& e : set.ways) {
@@ -99,6 +117,9 @@ class RemoteCache {
   }
 
   Set sets_[kSets] = {};
+  // The way of the latest add: always a way of this cache, so the check in
+  // add() needs no null test (a flushed or reused way no longer matches).
+  Entry* last_ = &sets_[0].ways[0];
 };
 
 }  // namespace roost

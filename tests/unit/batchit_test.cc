@@ -197,3 +197,58 @@ TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
   cache.flush([&](const RemoteCache::Entry&) { batches++; });
   EXPECT_EQ(batches, added);
 }
+
+// Runs of frees into one slab take the way of the previous add without
+// hashing; a way that was flushed, or evicted and taken by another slab,
+// must not take them.  Random runs over more colliding slabs than ways
+// (evictions all the time), with flushes in between: every batch that comes
+// out holds exactly the objects added for its slab since its last batch, in
+// reverse order of freeing, and no object is lost or doubled.
+TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
+  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 2);
+  ASSERT_EQ(slabs.size(), RemoteCache::kWays + 2) << "no records collide in set 0";
+  RemoteCache cache;
+  std::vector<FreeObject> objects(20000);
+  std::vector<std::vector<FreeObject*>> pending(slabs.size());  // added, not out yet
+  size_t out_objects = 0, batches = 0;
+  auto take = [&](const RemoteCache::Entry& e) {
+    size_t s = 0;
+    while (s < slabs.size() && slabs[s] != e.slab) s++;
+    ASSERT_LT(s, slabs.size()) << "a batch of an unknown slab";
+    std::vector<FreeObject*>& want = pending[s];
+    ASSERT_EQ(e.count, want.size()) << "slab " << s;
+    FreeObject* p = e.head;
+    for (size_t i = want.size(); i-- > 0; p = p->next) {
+      ASSERT_EQ(p, want[i]) << "slab " << s << ", object " << i;
+      if (i == 0) EXPECT_EQ(p, e.tail);
+    }
+    out_objects += want.size();
+    batches++;
+    want.clear();
+  };
+  uint64_t rng = 0x243f6a8885a308d3ull;
+  auto next_random = [&rng](uint64_t bound) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % bound;
+  };
+  size_t added = 0;
+  while (added < objects.size()) {
+    size_t s = next_random(slabs.size());
+    size_t run = 1 + next_random(6);
+    for (size_t i = 0; i < run && added < objects.size(); i++) {
+      FreeObject* o = &objects[added++];
+      pending[s].push_back(o);
+      RemoteCache::Entry evicted;
+      if (cache.add(slabs[s], o, &evicted)) {
+        ASSERT_NE(evicted.slab, slabs[s]);
+        take(evicted);
+      }
+    }
+    if (next_random(50) == 0) cache.flush(take);
+  }
+  cache.flush(take);
+  EXPECT_EQ(out_objects, objects.size());
+  EXPECT_GT(batches, 1000u);  // evictions happened throughout
+  for (const auto& p : pending) EXPECT_TRUE(p.empty());
+}

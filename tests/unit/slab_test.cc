@@ -252,3 +252,24 @@ TEST(Slab, LargeObjectsComeAndGo) {
   struct roost_stats after = snapshot();
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
 }
+
+// A thread that only frees other threads' objects (a consumer) still takes
+// its own objects back from its inbox: it visits the inbox whenever its
+// outbox is full and posted (64 KiB of frees by default), without
+// allocating anything.
+TEST(Slab, AThreadThatOnlyFreesTakesItsOwnObjectsBack) {
+  constexpr size_t kMine = 100, kTheirs = 4000, kSize = 64;  // theirs: 250 KiB
+  std::vector<void*> mine, theirs;
+  for (size_t i = 0; i < kMine; i++) mine.push_back(roost_malloc(kSize));
+  std::thread other([&] {
+    for (size_t i = 0; i < kTheirs; i++) theirs.push_back(roost_malloc(kSize));
+    for (void* p : mine) roost_free(p);  // remote frees, posted at thread exit
+  });
+  other.join();
+  struct roost_stats before = snapshot();
+  for (void* p : theirs) roost_free(p);  // this thread now only frees
+  struct roost_stats after = snapshot();
+  EXPECT_EQ(after.allocations, before.allocations);
+  EXPECT_GE(after.messages_received - before.messages_received, kMine);
+  EXPECT_GE(after.inbox_drains - before.inbox_drains, 1u);
+}
