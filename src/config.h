@@ -102,12 +102,16 @@ inline constexpr size_t kOutboxBytes = size_t{64} << 10;
 // the environment switches it off at run time.  Sets and ways can be set at
 // build time (-DROOST_BATCHIT_SET_BITS=k for 2^k sets, -DROOST_BATCHIT_WAYS=w),
 // and -DROOST_BATCHIT_LRU=1 evicts the least recently used way instead of
-// the one holding the most objects.
+// the one holding the most objects.  32 sets x 2 ways, not the paper's 8 x 2:
+// a consumer of two producers allocating over some 24 size classes
+// (xmalloc) keeps about 48 slabs hot: 16 ways evicted on one add in five,
+// 64 on one in fifty-five (xmalloc 4-11 % faster; msgpass, whose consumers
+// see eight hot slabs, unchanged).
 #ifndef ROOST_BATCHIT
 #define ROOST_BATCHIT 1
 #endif
 #ifndef ROOST_BATCHIT_SET_BITS
-#define ROOST_BATCHIT_SET_BITS 3
+#define ROOST_BATCHIT_SET_BITS 5
 #endif
 #ifndef ROOST_BATCHIT_WAYS
 #define ROOST_BATCHIT_WAYS 2
@@ -116,7 +120,7 @@ inline constexpr size_t kOutboxBytes = size_t{64} << 10;
 #define ROOST_BATCHIT_LRU 0
 #endif
 inline constexpr bool kBatchIt = ROOST_BATCHIT != 0;
-inline constexpr unsigned kBatchItSetBits = ROOST_BATCHIT_SET_BITS;  // 8 sets
+inline constexpr unsigned kBatchItSetBits = ROOST_BATCHIT_SET_BITS;  // 32 sets
 inline constexpr unsigned kBatchItWays = ROOST_BATCHIT_WAYS;         // x 2 ways
 static_assert(kBatchItSetBits <= 8 && kBatchItWays >= 1 && kBatchItWays <= 16);
 enum class Eviction { kMostObjects, kLeastRecentlyUsed };
