@@ -47,6 +47,16 @@
 //   -n N  messages per producer (default 5000000)
 //   -i I  messages in flight at most (B..2^30, default 4096)
 //   -B B  largest batch (1..4096, default 16)
+//   -a A  thread placement over the CPUs the process may use (default 0):
+//         0 the kernel's; 1 paired: producer i and consumer i on CPU i mod n;
+//         2 split: producers on the first half of the CPUs, consumers on the
+//         rest. With more threads than cores the kernel's placement decides
+//         who shares a core, and with it the run time: on two cores, 2P/2C
+//         runs about 40 % longer when both producers share one (the
+//         consumers then keep up and spin, and the producers are the
+//         bottleneck) than when each core has a producer and a consumer.
+//         -a 1 and -a 2 fix the placement, so that repeated runs compare
+//         like with like; the suite leaves it to the kernel.
 // Each producer's choices come from its own splitmix64 stream with a fixed
 // seed, so every allocator sees the same sizes, batches and destinations.
 //
@@ -105,7 +115,8 @@ typedef struct Producer {
 } Producer;
 
 static struct {
-  unsigned producers, consumers;
+  unsigned producers, consumers, placement;
+  cpu_set_t cpus;  // the CPUs the process may use, for -a
   uint64_t per_producer, limit, max_batch;
   Producer* p;
   Consumer* c;
@@ -171,8 +182,36 @@ static void Wake(Consumer* c) {
   }
 }
 
+// The k-th CPU of g.cpus (k < CPU_COUNT(&g.cpus)).
+static int NthCpu(unsigned k) {
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &g.cpus) && k-- == 0) return cpu;
+  return -1;
+}
+
+// Pins the calling thread, the index-th of its role, as -a asks.
+static void Place(int producer, unsigned index) {
+  unsigned n = (unsigned)CPU_COUNT(&g.cpus), k;
+  if (g.placement == 0 || n == 0) return;
+  if (g.placement == 1) {
+    k = index % n;
+  } else {
+    unsigned first =
+        (n + 1) / 2;  // producers' share; consumers get the rest (or CPU 0 when n == 1)
+    k = producer ? index % first : n == 1 ? 0 : first + index % (n - first);
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(NthCpu(k), &one);
+  if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
+    fprintf(stderr, "msgpass: pthread_setaffinity_np failed\n");
+    exit(1);
+  }
+}
+
 static void* ProducerMain(void* arg) {
   Producer* self = arg;
+  Place(1, (unsigned)(self - g.p));
   uint32_t id = (uint32_t)(self - g.p);
   BenchRng rng = {BenchMix(0x6d736770ULL + id)};
   pthread_barrier_wait(&g.start);
@@ -256,6 +295,7 @@ static void Report(Consumer* self, const Msg* m, const char* what, uint64_t got,
 
 static void* ConsumerMain(void* arg) {
   Consumer* self = arg;
+  Place(0, (unsigned)(self - g.c));
   pthread_barrier_wait(&g.start);
   BenchClockStart(&g.clock);
   for (;;) {
@@ -301,8 +341,10 @@ static void* ConsumerMain(void* arg) {
 static int Usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [-p PRODUCERS] [-c CONSUMERS] [-n MESSAGES_PER_PRODUCER] [-i IN_FLIGHT]\n"
-          "          [-B MAX_BATCH]\n"
-          "defaults: -p 1 -c 1 -n 5000000 -i 4096 -B 16 (k/m suffixes: x1000, x1000000)\n",
+          "          [-B MAX_BATCH] [-a PLACEMENT]\n"
+          "defaults: -p 1 -c 1 -n 5000000 -i 4096 -B 16 -a 0 (k/m suffixes: x1000, x1000000)\n"
+          "placement: 0 the kernel's, 1 producer i and consumer i share a CPU, 2 producers\n"
+          "           on the first half of the CPUs, consumers on the rest\n",
           argv0);
   return 2;
 }
@@ -318,13 +360,15 @@ static void* AllocZeroed(size_t align, size_t bytes) {
 }
 
 int main(int argc, char** argv) {
-  uint64_t p = 1, c = 1, n = 5000000, limit = 4096, max_batch = 16;
-  const BenchOption opts[] = {
-      {"-p", &p}, {"-c", &c}, {"-n", &n}, {"-i", &limit}, {"-B", &max_batch}};
+  uint64_t p = 1, c = 1, n = 5000000, limit = 4096, max_batch = 16, placement = 0;
+  const BenchOption opts[] = {{"-p", &p},     {"-c", &c},         {"-n", &n},
+                              {"-i", &limit}, {"-B", &max_batch}, {"-a", &placement}};
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (p < 1 || p > kMaxThreads || c < 1 || c > kMaxThreads || n < 1 || n > (1ull << 40) ||
-      max_batch < 1 || max_batch > kMaxBatch || limit < max_batch || limit > (1u << 30)) {
-    fprintf(stderr, "msgpass: need 1 <= p, c <= %d, 1 <= n <= 2^40, 1 <= B <= %d, B <= i <= 2^30\n",
+      max_batch < 1 || max_batch > kMaxBatch || limit < max_batch || limit > (1u << 30) ||
+      placement > 2) {
+    fprintf(stderr,
+            "msgpass: need 1 <= p, c <= %d, 1 <= n <= 2^40, 1 <= B <= %d, B <= i <= 2^30, a <= 2\n",
             kMaxThreads, kMaxBatch);
     return Usage(argv[0]);
   }
@@ -333,6 +377,11 @@ int main(int argc, char** argv) {
   g.per_producer = n;
   g.limit = limit;
   g.max_batch = max_batch;
+  g.placement = (unsigned)placement;
+  if (g.placement != 0 && sched_getaffinity(0, sizeof g.cpus, &g.cpus) != 0) {
+    fprintf(stderr, "msgpass: sched_getaffinity failed\n");
+    return 1;
+  }
 
   g.p = AllocZeroed(64, sizeof(Producer) * g.producers);
   g.c = AllocZeroed(64, sizeof(Consumer) * g.consumers);
@@ -416,11 +465,11 @@ int main(int argc, char** argv) {
 
   uint64_t total = (uint64_t)g.producers * n;
   printf(
-      "bench=msgpass producers=%u consumers=%u n=%llu inflight=%llu max_batch=%llu "
+      "bench=msgpass producers=%u consumers=%u n=%llu inflight=%llu max_batch=%llu placement=%u "
       "sizes=%zu,%zu,%zu,%zu messages=%llu batches=%llu seconds=%.6f msgs_per_sec=%.0f "
       "peak_in_flight=%llu mean_in_flight=%.0f waited_batches=%llu checksum=%016llx",
       g.producers, g.consumers, (unsigned long long)n, (unsigned long long)g.limit,
-      (unsigned long long)g.max_batch, kSizes[0], kSizes[1], kSizes[2], kSizes[3],
+      (unsigned long long)g.max_batch, g.placement, kSizes[0], kSizes[1], kSizes[2], kSizes[3],
       (unsigned long long)total, (unsigned long long)batches, secs, (double)total / secs,
       (unsigned long long)peak, batches ? (double)in_flight_sum / (double)batches : 0.0,
       (unsigned long long)waits, (unsigned long long)recv_sum);
