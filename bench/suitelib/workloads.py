@@ -110,6 +110,14 @@ WORKLOADS = [
              ["-p", "1", "-c", "1", "-n", "4000000"], "msgs_per_sec", "-n", threads="pc",
              sets=("default", "full"),
              stresses="batches of one size sent to random consumers, bounded in flight"),
+    # Fixed thread placement (bench/msgpass.c -a): with more threads than
+    # cores, who shares a core is otherwise the kernel's choice, run by run.
+    Workload("msgpass-paired", "msgpass 2P/2C, producer i and consumer i share a CPU", "msgpass",
+             ["-p", "2", "-c", "2", "-n", "2500000", "-a", "1"], "msgs_per_sec", "-n",
+             stresses="each core runs one producer and one consumer"),
+    Workload("msgpass-split", "msgpass 2P/2C, producers and consumers on separate CPUs",
+             "msgpass", ["-p", "2", "-c", "2", "-n", "1500000", "-a", "2"], "msgs_per_sec", "-n",
+             stresses="producers share their cores, consumers theirs (pipeline stages pinned)"),
     Workload("xmalloc", "xmalloc, random 16..2048 B, blocks of 64, unbounded", "xmalloc",
              ["-p", "2", "-c", "2", "-n", "1000000"], "objects_per_sec", "-n", threads="pc",
              sets=("default", "full"),
