@@ -24,6 +24,7 @@ class RemoteCache {
  public:
   static constexpr unsigned kSets = 1u << config::kBatchItSetBits;
   static constexpr unsigned kWays = config::kBatchItWays;
+  static constexpr unsigned kWords = (kSets + 63) / 64;
 
   static constexpr bool kLru = config::kBatchItEviction == config::Eviction::kLeastRecentlyUsed;
 
@@ -51,7 +52,8 @@ class RemoteCache {
       push(last_, o);
       return false;
     }
-    Set& set = sets_[set_of(m)];
+    unsigned index = set_of(m);
+    Set& set = sets_[index];
     if constexpr (kLru) set.clock++;
     for (Entry& e : set.ways) {
       if (e.slab == m) {
@@ -63,7 +65,10 @@ class RemoteCache {
     }
     Entry* victim = pick_victim(set);
     bool full = victim->slab != nullptr;
-    if (full) *evicted = *victim;
+    if (full)
+      *evicted = *victim;
+    else
+      filled_[index / 64] |= uint64_t{1} << (index % 64);
     victim->slab = m;
     victim->head = victim->tail = o;
     victim->count = 1;
@@ -73,14 +78,19 @@ class RemoteCache {
   }
 
   // Hands every cached batch to fn(const Entry&) and empties the cache.
+  // Only sets that took a batch since the last flush are looked at.
   template <typename Fn>
   void flush(Fn&& fn) {
-    for (Set& set : sets_) {
-      for (Entry& e : set.ways) {
-        if (e.slab == nullptr) continue;
-        fn(e);
-        e.slab = nullptr;
+    for (unsigned w = 0; w < kWords; w++) {
+      for (uint64_t bits = filled_[w]; bits != 0; bits &= bits - 1) {
+        Set& set = sets_[w * 64 + static_cast<unsigned>(__builtin_ctzll(bits))];
+        for (Entry& e : set.ways) {
+          if (e.slab == nullptr) continue;
+          fn(e);
+          e.slab = nullptr;
+        }
       }
+      filled_[w] = 0;
     }
   }
 
@@ -117,6 +127,7 @@ class RemoteCache {
   }
 
   Set sets_[kSets] = {};
+  uint64_t filled_[kWords] = {};  // bit s: set s has taken a batch since the last flush
   // The way of the latest add: always a way of this cache, so the check in
   // add() needs no null test (a flushed or reused way no longer matches).
   Entry* last_ = &sets_[0].ways[0];
