@@ -832,3 +832,36 @@ TEST(RemoteFree, ThreadChurnReusesAllocatorsAndMemory) {
   EXPECT_GT(after.remote_frees - before.remote_frees, 0u) << describe_messages(after);
   expect_messages_balance(before, 0, "churn");
 }
+
+// ROOST_OUTBOX_BYTES at 2^63 or more (the outbox's room is a signed count):
+// the outbox never fills, so a thread's remote frees are posted only when it
+// settles (at exit here), not one by one.  Runs as
+// remote_free.prefixed_outbox_unbounded; skipped elsewhere.
+TEST(RemoteFree, AnOutboxLimitBeyond2To63NeverFills) {
+  const char* e = getenv("ROOST_OUTBOX_BYTES");
+  if (e == nullptr || strtoull(e, nullptr, 10) < (uint64_t{1} << 63))
+    GTEST_SKIP() << "needs ROOST_OUTBOX_BYTES >= 2^63";
+  constexpr size_t kObjects = 20000, kSize = 64;  // 1.25 MiB: twenty default outboxes
+  std::vector<void*> objects(kObjects);
+  std::atomic<int> stage{0};  // 1: objects allocated; 2: freer done
+  // The owner stays alive until the freer is done (an exited owner's
+  // allocator would be recycled by the freer, making its frees local).
+  std::thread owner([&] {
+    for (void*& p : objects) p = t_malloc(kSize);
+    stage.store(1);
+    while (stage.load() != 2) std::this_thread::yield();
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  struct roost_stats before = snap();
+  std::thread freer([&] {
+    for (void* p : objects) t_free(p);
+    struct roost_stats during = snap();
+    EXPECT_GE(during.remote_frees - before.remote_frees, kObjects) << describe_messages(during);
+    EXPECT_EQ(during.batches_sent, before.batches_sent) << describe_messages(during);
+  });
+  freer.join();
+  stage.store(2);
+  owner.join();
+  struct roost_stats after = snap();
+  EXPECT_GT(after.batches_sent, before.batches_sent) << describe_messages(after);  // at exit
+}

@@ -49,7 +49,7 @@ class Allocator {
   size_t outbox_limit_;             // ROOST_OUTBOX_BYTES, cached at bind
   bool batchit_;                    // ROOST_BATCHIT, cached at bind
   bool draining_;                   // inside drain_inbox
-  uint64_t remote_frees_;           // objects sent: these and the forwarded ones
+  uint64_t remote_frees_;           // others' objects freed here (sent: these + forwarded)
   uint64_t batches_sent_;           // inbox enqueues
   uint64_t slab_batches_sent_;      // batch messages posted, forwarded ones included
   uint64_t batchit_evictions_;      // batches evicted from the cache to make room

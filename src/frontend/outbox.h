@@ -50,8 +50,8 @@ class Outbox {
   bool empty(unsigned b) const { return buckets_[b].head == nullptr; }
 
   // Calls fn(b) for every bucket b that holds messages, in increasing order
-  // (posting visits only these, not every bucket).  fn may take bucket b,
-  // and may file into buckets above it only if those are to be visited too.
+  // (posting visits only these, not every bucket).  fn may take bucket b but
+  // must not file messages: a bucket filled during the walk may be missed.
   template <typename Fn>
   void for_each_filled(Fn&& fn) {
     for (unsigned w = 0; w < kWords; w++) {
