@@ -56,7 +56,7 @@
 //         consumers then keep up and spin, and the producers are the
 //         bottleneck) than when each core has a producer and a consumer.
 //         -a 1 and -a 2 fix the placement, so that repeated runs compare
-//         like with like; the suite leaves it to the kernel.
+//         like with like (the suite's msgpass-paired and msgpass-split).
 // Each producer's choices come from its own splitmix64 stream with a fixed
 // seed, so every allocator sees the same sizes, batches and destinations.
 //
@@ -196,8 +196,9 @@ static void Place(int producer, unsigned index) {
   if (g.placement == 1) {
     k = index % n;
   } else {
-    unsigned first =
-        (n + 1) / 2;  // producers' share; consumers get the rest (or CPU 0 when n == 1)
+    // Producers get the first (n + 1) / 2 CPUs, consumers the rest (with
+    // one CPU, everyone shares it).
+    unsigned first = (n + 1) / 2;
     k = producer ? index % first : n == 1 ? 0 : first + index % (n - first);
   }
   cpu_set_t one;
