@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "config.h"
+#include "ds/bitset.h"
 #include "ds/mpsc_queue.h"
 
 namespace roost {
@@ -21,7 +22,6 @@ class Outbox {
  public:
   static constexpr unsigned kBuckets = 1u << config::kBucketBits;
   static constexpr unsigned kMask = kBuckets - 1;
-  static constexpr unsigned kWords = (kBuckets + 63) / 64;
 
   struct Bucket {
     QueueNode* head;
@@ -35,7 +35,7 @@ class Outbox {
     bucket.head = node;
     if (bucket.tail == nullptr) {
       bucket.tail = node;
-      filled_[b / 64] |= uint64_t{1} << (b % 64);
+      filled_.insert(b);
     }
   }
 
@@ -43,7 +43,7 @@ class Outbox {
   Bucket take(unsigned b) {
     Bucket out = buckets_[b];
     buckets_[b] = Bucket{nullptr, nullptr};
-    filled_[b / 64] &= ~(uint64_t{1} << (b % 64));
+    filled_.erase(b);
     return out;
   }
 
@@ -54,10 +54,7 @@ class Outbox {
   // must not file messages: a bucket filled during the walk may be missed.
   template <typename Fn>
   void for_each_filled(Fn&& fn) {
-    for (unsigned w = 0; w < kWords; w++) {
-      for (uint64_t bits = filled_[w]; bits != 0; bits &= bits - 1)
-        fn(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
-    }
+    filled_.for_each(fn);
   }
 
   // Bytes the outbox (and the remote cache in front of it) may still take
@@ -66,7 +63,7 @@ class Outbox {
 
  private:
   Bucket buckets_[kBuckets] = {};
-  uint64_t filled_[kWords] = {};  // bit b: bucket b holds messages
+  BitSet<kBuckets> filled_;  // the buckets that hold messages
 };
 
 }  // namespace roost

@@ -16,6 +16,7 @@
 #include "backend/chunk_meta.h"
 #include "config.h"
 #include "ds/bits.h"
+#include "ds/bitset.h"
 #include "ds/slab_batch.h"
 
 namespace roost {
@@ -24,7 +25,6 @@ class RemoteCache {
  public:
   static constexpr unsigned kSets = 1u << config::kBatchItSetBits;
   static constexpr unsigned kWays = config::kBatchItWays;
-  static constexpr unsigned kWords = (kSets + 63) / 64;
 
   static constexpr bool kLru = config::kBatchItEviction == config::Eviction::kLeastRecentlyUsed;
 
@@ -68,7 +68,7 @@ class RemoteCache {
     if (full)
       *evicted = *victim;
     else
-      filled_[index / 64] |= uint64_t{1} << (index % 64);
+      filled_.insert(index);
     victim->slab = m;
     victim->head = victim->tail = o;
     victim->count = 1;
@@ -81,17 +81,14 @@ class RemoteCache {
   // Only sets that took a batch since the last flush are looked at.
   template <typename Fn>
   void flush(Fn&& fn) {
-    for (unsigned w = 0; w < kWords; w++) {
-      for (uint64_t bits = filled_[w]; bits != 0; bits &= bits - 1) {
-        Set& set = sets_[w * 64 + static_cast<unsigned>(__builtin_ctzll(bits))];
-        for (Entry& e : set.ways) {
-          if (e.slab == nullptr) continue;
-          fn(e);
-          e.slab = nullptr;
-        }
+    filled_.for_each([&](unsigned s) {
+      for (Entry& e : sets_[s].ways) {
+        if (e.slab == nullptr) continue;
+        fn(e);
+        e.slab = nullptr;
       }
-      filled_[w] = 0;
-    }
+    });
+    filled_.clear();
   }
 
   static unsigned set_of(const ChunkMeta* m) {
@@ -127,7 +124,7 @@ class RemoteCache {
   }
 
   Set sets_[kSets] = {};
-  uint64_t filled_[kWords] = {};  // bit s: set s has taken a batch since the last flush
+  BitSet<kSets> filled_;  // the sets that took a batch since the last flush
   // The way of the latest add: always a way of this cache, so the check in
   // add() needs no null test (a flushed or reused way no longer matches).
   Entry* last_ = &sets_[0].ways[0];
