@@ -228,7 +228,7 @@ void Allocator::keep_chunk(ChunkMeta* m) {
     cache_chunk(m);
     return;
   }
-  chunks::release(m, dirty_extent(m));
+  chunks::release(m, bytes);
 }
 
 void Allocator::cache_chunk(ChunkMeta* m) {
@@ -320,10 +320,10 @@ bool Allocator::trim_chunk_cache(size_t keep) {
     while (chunk_cache_bytes_ > keep) {
       ChunkMeta* m = chunk_cache_[j].pop_front();
       if (m == nullptr) break;
-      size_t bytes = size_t{1} << j;
-      chunk_cache_bytes_ -= bytes;
-      chunk_cache_resident_ -= dirty_extent(m);
-      chunks::release(m, dirty_extent(m));
+      chunk_cache_bytes_ -= size_t{1} << j;
+      size_t resident = dirty_extent(m);
+      chunk_cache_resident_ -= resident;
+      chunks::release(m, resident);
       released = true;
     }
   }

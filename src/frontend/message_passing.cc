@@ -106,7 +106,6 @@ void Allocator::drain_inbox(bool all) {
       // Sent here because our id shares the owner's low bits: pass the
       // whole batch on.
       file_message(owner, node, 0);
-      outbox_.room -= static_cast<int64_t>(size_t{b.count} * m->obj_size);
       forwarded += b.count;
       forwarded_batches++;
     }
@@ -119,8 +118,9 @@ void Allocator::drain_inbox(bool all) {
   if (forwarded != 0) {
     messages_forwarded_ += forwarded;
     slab_batches_sent_ += forwarded_batches;
-    // Forwarded messages go on at once: the sender's flush already waited
-    // for a full outbox, and this thread may not free anything for a while.
+    // Forwarded messages go on at once (so they never count against the
+    // outbox's room): the sender's flush already waited for a full outbox,
+    // and this thread may not free anything for a while.
     flush_outbox();
   }
 }
