@@ -833,6 +833,37 @@ TEST(RemoteFree, ThreadChurnReusesAllocatorsAndMemory) {
   expect_messages_balance(before, 0, "churn");
 }
 
+// ROOST_OUTBOX_BYTES=0: no room at all, so every remote free is posted at
+// once, BatchIt's cached object included (its bytes count against the
+// room).  Runs as remote_free.prefixed_outbox_zero (and .batchit_off);
+// skipped elsewhere.
+TEST(RemoteFree, AZeroOutboxPostsEveryFreeAtOnce) {
+  const char* e = getenv("ROOST_OUTBOX_BYTES");
+  if (e == nullptr || strcmp(e, "0") != 0) GTEST_SKIP() << "needs ROOST_OUTBOX_BYTES=0";
+  constexpr size_t kObjects = 2000, kSize = 48;
+  std::vector<void*> objects(kObjects);
+  std::atomic<int> stage{0};  // 1: objects allocated; 2: freer done
+  std::thread owner([&] {
+    for (void*& p : objects) p = t_malloc(kSize);
+    stage.store(1);
+    while (stage.load() != 2) std::this_thread::yield();
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  struct roost_stats before = snap();
+  std::thread freer([&] {
+    for (void* p : objects) t_free(p);
+    struct roost_stats during = snap();
+    // Posted while the freer lives, not at its exit.
+    EXPECT_GE(during.batches_sent - before.batches_sent, kObjects) << describe_messages(during);
+    EXPECT_GE(during.slab_batches_sent - before.slab_batches_sent, kObjects)
+        << describe_messages(during);
+  });
+  freer.join();
+  stage.store(2);
+  owner.join();
+  expect_messages_balance(before, kObjects, "zero outbox");
+}
+
 // ROOST_OUTBOX_BYTES at 2^63 or more (the outbox's room is a signed count):
 // the outbox never fills, so a thread's remote frees are posted only when it
 // settles (at exit here), not one by one.  Runs as

@@ -105,8 +105,26 @@ class Allocator {
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
   // Frees `p`, an object of slab `m` that another allocator owns (counted
   // here): files it in the outbox (through the BatchIt cache), posting the
-  // outbox, and visiting the inbox, when it is full.
-  void free_remote(ChunkMeta* m, void* p);
+  // outbox, and visiting the inbox, when it is full.  Inline is the
+  // cache's same-slab shortcut, which most frees of a run take; the rest
+  // is free_remote_slow().
+  ROOST_INLINE void free_remote(ChunkMeta* m, void* p) {
+    frees_[m->sizeclass]++;
+    remote_frees_++;
+    if (config::kBatchIt && ROOST_LIKELY(remote_cache_.add_to_last(m, p))) {
+      charge_outbox(m->obj_size);
+      return;
+    }
+    free_remote_slow(m, p);
+  }
+  // The cache's bytes count against the outbox's room like the outbox's.
+  // The outbox is full when the room would go below zero: one subtract,
+  // and a branch on its borrow.
+  ROOST_INLINE void charge_outbox(uint32_t bytes) {
+    if (ROOST_UNLIKELY(__builtin_sub_overflow(outbox_.room, bytes, &outbox_.room)))
+      post_and_visit();
+  }
+  ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
   // For a thread without an allocator (past its exit hook): posts `p` to
   // its owner's inbox alone.
   static void send_alone(ChunkMeta* m, void* p);

@@ -1,7 +1,6 @@
 // frontend/allocator_pool.cc — implementation of frontend/allocator_pool.h.
 #include "frontend/allocator_pool.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <new>
@@ -95,9 +94,8 @@ Allocator* bind() {
   if (t_exited || !global_init()) return nullptr;
   Allocator* a = acquire();
   if (a == nullptr) return nullptr;
-  // The outbox's room is signed: a limit beyond 2^63 bytes means never full.
-  a->outbox_limit_ = std::min<size_t>(options::get(options::kOutboxBytes), INT64_MAX);
-  a->outbox_.room = static_cast<int64_t>(a->outbox_limit_);
+  a->outbox_limit_ = options::get(options::kOutboxBytes);
+  a->outbox_.room = a->outbox_limit_;
   a->batchit_ = options::get(options::kBatchIt) != 0;
   t_alloc = a;
   os::arm_thread_exit_hook(a);

@@ -95,11 +95,16 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
 
 }  // namespace
 
+void dealloc_unmapped(void* p, Allocator* a, const char* where) {
+  if (p == nullptr) return;
+  dealloc_other(p, nullptr, a, where);
+}
+
 void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The common case: an object of another allocator's slab.  (The owner's
   // own objects took the fast path, but for the checked build's interior
   // pointers, which is_object_start catches here.)
-  if (ROOST_LIKELY(m != nullptr && m->kind == ChunkKind::kSlab && a != &pool::g_unbound)) {
+  if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && a != &pool::g_unbound)) {
     if (ROOST_UNLIKELY(!is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
     a->free_remote(m, p);

@@ -13,11 +13,13 @@ namespace roost::heap {
 
 // Slow paths (heap.cc).
 ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
-// A free the fast path did not take: `m` is its lookup (nullptr for null,
-// misaligned or foreign pointers, which are looked up again to tell which),
-// `a` the calling thread's allocator.  The usual case is another
-// allocator's object, which goes straight to the remote-free path.
+// A free the fast path did not take: `m` is its lookup (not nullptr), `a`
+// the calling thread's allocator.  The usual case is another allocator's
+// object, which goes straight to the remote-free path.
 ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where);
+// A free of a pointer the aligned lookup did not find: null, misaligned
+// (looked up again to tell an interior pointer) or foreign.
+ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
 ROOST_INLINE void* alloc(size_t size) {
   if (ROOST_LIKELY(size <= config::kTableClassified))
@@ -30,11 +32,15 @@ ROOST_INLINE void* alloc(size_t size) {
 ROOST_INLINE void dealloc(void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup_aligned(p);
   Allocator* a = pool::current();
-  if (ROOST_LIKELY(m != nullptr && m->owner == a && exact_start_if_checked(m, p))) {
-    a->free_local(m, p);
+  if (ROOST_LIKELY(m != nullptr)) {
+    if (ROOST_LIKELY(m->owner == a && exact_start_if_checked(m, p))) {
+      a->free_local(m, p);
+      return;
+    }
+    dealloc_slow(p, m, a, where);
     return;
   }
-  dealloc_slow(p, m, a, where);
+  dealloc_unmapped(p, a, where);
 }
 
 // `align` is a power of two; any size.  nullptr + ENOMEM on failure.

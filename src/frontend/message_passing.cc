@@ -28,20 +28,18 @@ void Allocator::post_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uin
   slab_batches_sent_++;
 }
 
-void Allocator::free_remote(ChunkMeta* m, void* p) {
-  frees_[m->sizeclass]++;
-  remote_frees_++;
+void Allocator::free_remote_slow(ChunkMeta* m, void* p) {
+  // free_remote() counted the free, and its shortcut missed (as it always
+  // does with BatchIt off: the cache stays empty).
   auto* o = static_cast<FreeObject*>(p);
   RemoteCache::Entry evicted;
   if (!config::kBatchIt || !batchit_) {
     post_batch(m, o, o, 1);
-  } else if (remote_cache_.add(m, p, &evicted)) {
+  } else if (remote_cache_.add_past_last(m, p, &evicted)) {
     post_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
     batchit_evictions_++;
   }
-  // The cache's bytes count against the outbox's room like the outbox's.
-  outbox_.room -= m->obj_size;
-  if (ROOST_UNLIKELY(outbox_.room <= 0)) post_and_visit();
+  charge_outbox(m->obj_size);
 }
 
 void Allocator::post_and_visit() {
@@ -82,7 +80,7 @@ void Allocator::flush_outbox() {
       list = next;
     }
   }
-  outbox_.room = static_cast<int64_t>(outbox_limit_);
+  outbox_.room = outbox_limit_;
 }
 
 void Allocator::drain_inbox(bool all) {

@@ -59,7 +59,7 @@ class Outbox {
 
   // Bytes the outbox (and the remote cache in front of it) may still take
   // before it is posted: ROOST_OUTBOX_BYTES less the object bytes held.
-  int64_t room = 0;
+  uint64_t room = 0;
 
  private:
   Bucket buckets_[kBuckets] = {};

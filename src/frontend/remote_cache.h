@@ -40,18 +40,29 @@ class RemoteCache {
     uint32_t last_use;  // LRU only: the set's clock at the last add
   };
 
+  // The shortcut for a run of frees into one slab (objects allocated
+  // together, freed together): if the way of the previous add holds slab
+  // `m`, pushes `p` there and returns true, with no hashing.  That way is
+  // the most recently used of its set, so LRU order needs no update.  An
+  // empty cache never matches (its ways hold no slab), so with BatchIt off
+  // this is one failed compare.
+  ROOST_INLINE bool add_to_last(ChunkMeta* m, void* p) {
+    if (ROOST_LIKELY(last_->slab == m)) {
+      push(last_, static_cast<FreeObject*>(p));
+      return true;
+    }
+    return false;
+  }
+
   // Adds `p`, an object of slab `m`.  Returns true when a batch had to make
   // room: *evicted then holds it, for the caller to post.
-  ROOST_INLINE bool add(ChunkMeta* m, void* p, Entry* evicted) {
+  bool add(ChunkMeta* m, void* p, Entry* evicted) {
+    return !add_to_last(m, p) && add_past_last(m, p, evicted);
+  }
+
+  // add() for a caller whose add_to_last() just said no.
+  bool add_past_last(ChunkMeta* m, void* p, Entry* evicted) {
     auto* o = static_cast<FreeObject*>(p);
-    // A run of frees into one slab (objects allocated together, freed
-    // together) skips the hash: the way of the previous add is looked at
-    // first.  It is the most recently used way of its set, so LRU order
-    // needs no update.
-    if (ROOST_LIKELY(last_->slab == m)) {
-      push(last_, o);
-      return false;
-    }
     unsigned index = set_of(m);
     Set& set = sets_[index];
     if constexpr (kLru) set.clock++;
