@@ -864,7 +864,7 @@ TEST(RemoteFree, AZeroOutboxPostsEveryFreeAtOnce) {
   expect_messages_balance(before, kObjects, "zero outbox");
 }
 
-// ROOST_OUTBOX_BYTES at 2^63 or more (the outbox's room is a signed count):
+// ROOST_OUTBOX_BYTES at 2^63 or more (a signed room would read it as negative):
 // the outbox never fills, so a thread's remote frees are posted only when it
 // settles (at exit here), not one by one.  Runs as
 // remote_free.prefixed_outbox_unbounded; skipped elsewhere.
