@@ -833,6 +833,32 @@ TEST(RemoteFree, ThreadChurnReusesAllocatorsAndMemory) {
   expect_messages_balance(before, 0, "churn");
 }
 
+// An owner thread allocates `count` objects of `size` bytes and stays alive
+// (an exited owner's allocator would be recycled by the freer, making its
+// frees local) while a second thread frees them all and then, before it
+// exits, calls check(before, during): the counters from just before the
+// frees and from just after them.  Returns `before`.
+template <typename Check>
+struct roost_stats free_all_from_a_second_thread(size_t count, size_t size, Check check) {
+  std::vector<void*> objects(count);
+  std::atomic<int> stage{0};  // 1: objects allocated; 2: freer done
+  std::thread owner([&] {
+    for (void*& p : objects) p = t_malloc(size);
+    stage.store(1);
+    while (stage.load() != 2) std::this_thread::yield();
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  struct roost_stats before = snap();
+  std::thread freer([&] {
+    for (void* p : objects) t_free(p);
+    check(before, snap());
+  });
+  freer.join();
+  stage.store(2);
+  owner.join();
+  return before;
+}
+
 // ROOST_OUTBOX_BYTES=0: no room at all, so every remote free is posted at
 // once, BatchIt's cached object included (its bytes count against the
 // room).  Runs as remote_free.prefixed_outbox_zero (and .batchit_off);
@@ -841,26 +867,13 @@ TEST(RemoteFree, AZeroOutboxPostsEveryFreeAtOnce) {
   const char* e = getenv("ROOST_OUTBOX_BYTES");
   if (e == nullptr || strcmp(e, "0") != 0) GTEST_SKIP() << "needs ROOST_OUTBOX_BYTES=0";
   constexpr size_t kObjects = 2000, kSize = 48;
-  std::vector<void*> objects(kObjects);
-  std::atomic<int> stage{0};  // 1: objects allocated; 2: freer done
-  std::thread owner([&] {
-    for (void*& p : objects) p = t_malloc(kSize);
-    stage.store(1);
-    while (stage.load() != 2) std::this_thread::yield();
-  });
-  while (stage.load() != 1) std::this_thread::yield();
-  struct roost_stats before = snap();
-  std::thread freer([&] {
-    for (void* p : objects) t_free(p);
-    struct roost_stats during = snap();
-    // Posted while the freer lives, not at its exit.
-    EXPECT_GE(during.batches_sent - before.batches_sent, kObjects) << describe_messages(during);
-    EXPECT_GE(during.slab_batches_sent - before.slab_batches_sent, kObjects)
-        << describe_messages(during);
-  });
-  freer.join();
-  stage.store(2);
-  owner.join();
+  struct roost_stats before = free_all_from_a_second_thread(
+      kObjects, kSize, [&](const struct roost_stats& before, const struct roost_stats& during) {
+        // Posted while the freer lives, not at its exit.
+        EXPECT_GE(during.batches_sent - before.batches_sent, kObjects) << describe_messages(during);
+        EXPECT_GE(during.slab_batches_sent - before.slab_batches_sent, kObjects)
+            << describe_messages(during);
+      });
   expect_messages_balance(before, kObjects, "zero outbox");
 }
 
@@ -873,26 +886,11 @@ TEST(RemoteFree, AnOutboxLimitBeyond2To63NeverFills) {
   if (e == nullptr || strtoull(e, nullptr, 10) < (uint64_t{1} << 63))
     GTEST_SKIP() << "needs ROOST_OUTBOX_BYTES >= 2^63";
   constexpr size_t kObjects = 20000, kSize = 64;  // 1.25 MiB: twenty default outboxes
-  std::vector<void*> objects(kObjects);
-  std::atomic<int> stage{0};  // 1: objects allocated; 2: freer done
-  // The owner stays alive until the freer is done (an exited owner's
-  // allocator would be recycled by the freer, making its frees local).
-  std::thread owner([&] {
-    for (void*& p : objects) p = t_malloc(kSize);
-    stage.store(1);
-    while (stage.load() != 2) std::this_thread::yield();
-  });
-  while (stage.load() != 1) std::this_thread::yield();
-  struct roost_stats before = snap();
-  std::thread freer([&] {
-    for (void* p : objects) t_free(p);
-    struct roost_stats during = snap();
-    EXPECT_GE(during.remote_frees - before.remote_frees, kObjects) << describe_messages(during);
-    EXPECT_EQ(during.batches_sent, before.batches_sent) << describe_messages(during);
-  });
-  freer.join();
-  stage.store(2);
-  owner.join();
+  struct roost_stats before = free_all_from_a_second_thread(
+      kObjects, kSize, [&](const struct roost_stats& before, const struct roost_stats& during) {
+        EXPECT_GE(during.remote_frees - before.remote_frees, kObjects) << describe_messages(during);
+        EXPECT_EQ(during.batches_sent, before.batches_sent) << describe_messages(during);
+      });
   struct roost_stats after = snap();
   EXPECT_GT(after.batches_sent, before.batches_sent) << describe_messages(after);  // at exit
 }
