@@ -238,13 +238,17 @@ void Allocator::cache_chunk(ChunkMeta* m) {
   chunk_cache_resident_ += dirty_extent(m);
 }
 
+void Allocator::uncache_chunk(ChunkMeta* m) {
+  chunk_cache_[m->order].remove(m);
+  chunk_cache_bytes_ -= size_t{1} << m->order;
+  chunk_cache_resident_ -= dirty_extent(m);
+}
+
 ChunkMeta* Allocator::take_cached(unsigned order, bool resident_only) {
   for (unsigned j = order; j <= config::kRegionBits; j++) {
     for (ChunkMeta* m = chunk_cache_[j].head; m != nullptr; m = m->next) {
       if (resident_only && m->dirty_pages == 0) continue;
-      chunk_cache_[j].remove(m);
-      chunk_cache_bytes_ -= size_t{1} << j;
-      chunk_cache_resident_ -= dirty_extent(m);
+      uncache_chunk(m);
       chunks::split_out(m, order, [this](ChunkMeta* piece) { cache_chunk(piece); });
       return m;
     }
@@ -318,12 +322,10 @@ bool Allocator::trim_chunk_cache(size_t keep) {
   bool released = false;
   for (unsigned j = 0; j <= config::kRegionBits && chunk_cache_bytes_ > keep; j++) {
     while (chunk_cache_bytes_ > keep) {
-      ChunkMeta* m = chunk_cache_[j].pop_front();
+      ChunkMeta* m = chunk_cache_[j].head;
       if (m == nullptr) break;
-      chunk_cache_bytes_ -= size_t{1} << j;
-      size_t resident = dirty_extent(m);
-      chunk_cache_resident_ -= resident;
-      chunks::release(m, resident);
+      uncache_chunk(m);
+      chunks::release(m, dirty_extent(m));
       released = true;
     }
   }

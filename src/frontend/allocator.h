@@ -175,6 +175,8 @@ class Allocator {
   // split down to it; the rest stays cached.
   ChunkMeta* take_cached(unsigned order, bool resident_only);
   void cache_chunk(ChunkMeta* m);
+  // Takes `m` off the cache's list and counts (cache_chunk undone).
+  void uncache_chunk(ChunkMeta* m);
   void keep_chunk(ChunkMeta* m);
   // Bytes of empty memory this allocator keeps resident, against the
   // reserve: cached chunks' dirty extents and spares.  (Untouched cached
