@@ -26,32 +26,15 @@ size_t roost_usable_size(const void* ptr);
  * Returns 1 if memory was released, else 0. */
 int roost_trim(void);
 
-/* Process-wide counters, summed over every allocator roost has created.
- * Counters of other threads are read without stopping them, so a snapshot
- * taken while threads allocate is approximate; it is exact once they rest. */
+/* Process-wide counters, summed over every allocator roost has created:
+ * one uint64_t field per entry of roost_stats.def, in its order, each
+ * described there.  Counters of other threads are read without stopping
+ * them, so a snapshot taken while threads allocate is approximate; it is
+ * exact once they rest. */
 struct roost_stats {
-  uint64_t bytes_in_use;      /* usable bytes of live objects, small and large */
-  uint64_t bytes_committed;   /* bytes of address space roost holds not purged */
-  uint64_t bytes_reserved;    /* address space reserved from the OS */
-  uint64_t allocations;       /* successful allocations since start */
-  uint64_t frees;             /* frees of non-NULL pointers since start */
-  uint64_t large_allocations; /* of which served by the large-object path */
-  uint64_t slabs;             /* small-object slabs currently held */
-  uint64_t chunks;            /* backend chunks currently handed out */
-  uint64_t allocators;        /* per-thread allocators created so far */
-  /* Message passing (frees of objects another thread's allocator owns). */
-  uint64_t remote_frees;       /* frees of objects owned by another allocator */
-  uint64_t messages_sent;      /* objects posted to an inbox, forwarded ones included */
-  uint64_t batches_sent;       /* inbox enqueues (one atomic exchange each) */
-  uint64_t messages_received;  /* objects taken from an inbox */
-  uint64_t messages_forwarded; /* received objects owned by a third allocator, sent on */
-  uint64_t inbox_drains;       /* inbox visits that found messages */
-  /* BatchIt: each message is a batch of objects of one slab (one object
-   * when BatchIt is off); objects per batch = messages_sent / slab_batches_sent. */
-  uint64_t slab_batches_sent;     /* batch messages posted, forwarded ones included */
-  uint64_t slab_batches_received; /* batch messages taken from an inbox */
-  uint64_t batchit_evictions;     /* batches evicted from a full cache set */
-  uint64_t bytes_dirty;           /* of bytes_committed: released, purged after a delay */
+#define ROOST_STAT(name, source, description) uint64_t name;
+#include "roost_stats.def"
+#undef ROOST_STAT
 };
 
 /* Fills *out; returns 0, or -1 if out is NULL. */

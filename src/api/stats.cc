@@ -1,53 +1,66 @@
 // api/stats.cc — roost_stats(), roost_print_stats() and ROOST_STATS=1.
 //
-// Owns: summing the counters of every allocator and of the backend.  Must
-// never: stop other threads or allocate; counters of running threads are
-// read as they are.
+// Owns: the figures of struct roost_stats (include/roost_stats.def): the
+// message counters summed over every allocator, the others computed from
+// the allocators' class counters and the backend.  Must never: stop other
+// threads or allocate; counters of running threads are read as they are.
 #include "api/api.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
+#include "ds/counter.h"
 #include "options.h"
 #include "platform/error.h"
 #include "roost.h"
 
 using namespace roost;
 
+namespace {
+
+// What roost_stats() gathers from the allocators.
+struct AllocatorTotals {
+  uint64_t allocs[sizeclass::kCount] = {};
+  uint64_t frees[sizeclass::kCount] = {};
+  uint64_t slabs = 0;
+  MessageCounters messages;
+};
+
+AllocatorTotals sum_allocators() {
+  AllocatorTotals t;
+  pool::for_each([&t](const Allocator& a) {
+    const ClassCounters& c = a.class_counters();
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+      t.allocs[sc] += read_counter(c.allocs[sc]);
+      t.frees[sc] += read_counter(c.frees[sc]);
+    }
+    t.slabs += a.slab_count();
+    t.messages.add(a.message_counters());
+  });
+  // Frees by threads past their exit hook: counted apart.
+  t.messages.add(Messenger::alone_counters());
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) t.frees[sc] += heap::unbound_frees(sc);
+  return t;
+}
+
+}  // namespace
+
 ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   if (out == nullptr) return -1;
   *out = {};
-  uint64_t allocs = 0, frees = 0, slabs = 0;
+  AllocatorTotals t = sum_allocators();
+#define ROOST_STAT(name, source, description) ROOST_STAT_FROM_##source(name)
+#define ROOST_STAT_FROM_message(name) out->name = t.messages.name;
+#define ROOST_STAT_FROM_derived(name)
+#include "roost_stats.def"
+#undef ROOST_STAT
+#undef ROOST_STAT_FROM_message
+#undef ROOST_STAT_FROM_derived
+  uint64_t allocs = 0, frees = 0;
   int64_t small_bytes = 0;
-  uint64_t per_class_allocs[sizeclass::kCount] = {};
-  uint64_t per_class_frees[sizeclass::kCount] = {};
-  auto read = [](const uint64_t& counter) { return __atomic_load_n(&counter, __ATOMIC_RELAXED); };
-  pool::for_each([&](const Allocator& a) {
-    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      per_class_allocs[sc] += read(a.allocs_[sc]);
-      per_class_frees[sc] += read(a.frees_[sc]);
-    }
-    slabs += read(a.slabs_);
-    out->remote_frees += read(a.remote_frees_);
-    // Every object a thread frees remotely or forwards is sent.
-    out->messages_sent += read(a.remote_frees_) + read(a.messages_forwarded_);
-    out->batches_sent += read(a.batches_sent_);
-    out->messages_received += read(a.messages_received_);
-    out->messages_forwarded += read(a.messages_forwarded_);
-    out->inbox_drains += read(a.inbox_drains_);
-    out->slab_batches_sent += read(a.slab_batches_sent_);
-    out->slab_batches_received += read(a.slab_batches_received_);
-    out->batchit_evictions += read(a.batchit_evictions_);
-  });
-  uint64_t alone = heap::unbound_sends();
-  out->remote_frees += alone;
-  out->messages_sent += alone;
-  out->batches_sent += alone;
-  out->slab_batches_sent += alone;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-    per_class_frees[sc] += heap::unbound_frees(sc);
-    allocs += per_class_allocs[sc];
-    frees += per_class_frees[sc];
-    small_bytes += static_cast<int64_t>(per_class_allocs[sc] - per_class_frees[sc]) *
+    allocs += t.allocs[sc];
+    frees += t.frees[sc];
+    small_bytes += static_cast<int64_t>(t.allocs[sc] - t.frees[sc]) *
                    static_cast<int64_t>(sizeclass::kInfo.info[sc].size);
   }
   large::Counters lc = large::counters();
@@ -58,9 +71,11 @@ ROOST_EXPORT int roost_stats(struct roost_stats* out) {
   out->allocations = allocs + lc.allocations;
   out->frees = frees + lc.frees;
   out->large_allocations = lc.allocations;
-  out->slabs = slabs;
+  out->slabs = t.slabs;
   out->chunks = chunks::chunks_out();
   out->allocators = pool::allocators_created();
+  // Every object a thread frees remotely or forwards is sent.
+  out->messages_sent = out->remote_frees + out->messages_forwarded;
   return 0;
 }
 
@@ -72,25 +87,9 @@ void print_stats(bool at_exit) {
     const char* name;
     uint64_t value;
   } rows[] = {
-      {"allocations", s.allocations},
-      {"frees", s.frees},
-      {"large_allocations", s.large_allocations},
-      {"bytes_in_use", s.bytes_in_use},
-      {"bytes_committed", s.bytes_committed},
-      {"bytes_reserved", s.bytes_reserved},
-      {"slabs", s.slabs},
-      {"chunks", s.chunks},
-      {"allocators", s.allocators},
-      {"remote_frees", s.remote_frees},
-      {"messages_sent", s.messages_sent},
-      {"batches_sent", s.batches_sent},
-      {"messages_received", s.messages_received},
-      {"messages_forwarded", s.messages_forwarded},
-      {"inbox_drains", s.inbox_drains},
-      {"slab_batches_sent", s.slab_batches_sent},
-      {"slab_batches_received", s.slab_batches_received},
-      {"batchit_evictions", s.batchit_evictions},
-      {"bytes_dirty", s.bytes_dirty},
+#define ROOST_STAT(name, source, description) {#name, s.name},
+#include "roost_stats.def"
+#undef ROOST_STAT
   };
   for (const auto& row : rows) {
     err::Line line;

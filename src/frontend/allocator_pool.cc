@@ -1,6 +1,7 @@
 // frontend/allocator_pool.cc — implementation of frontend/allocator_pool.h.
 #include "frontend/allocator_pool.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <new>
@@ -15,60 +16,86 @@
 
 namespace roost::pool {
 
-constinit Allocator g_unbound{};
+constinit Allocator g_unbound{0};
 __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) = &g_unbound;
 
 namespace {
+
+// An allocator as the pool keeps it: with its links.
+struct Entry {
+  explicit Entry(uint32_t id) : allocator(id) {}
+  Allocator allocator;
+  std::atomic<Entry*> next_all{nullptr};  // every entry ever made (read unlocked)
+  Entry* next_pooled = nullptr;           // pooled entries (under g_lock)
+};
 
 // Set once the thread-exit hook ran: later allocations in this thread borrow
 // an allocator per call instead of binding one that nobody would release.
 __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
-SpinLock g_lock;  // guards the pooled list and the list of all allocators
-Allocator* g_pooled = nullptr;
-Allocator* g_all = nullptr;
+SpinLock g_lock;  // guards the pooled list, appends to the list of all and g_created
+Entry* g_pooled = nullptr;
+std::atomic<Entry*> g_all{nullptr};
 uint32_t g_created = 0;
 
 SpinLock g_init_lock;
-bool g_ready = false;
-bool g_hooks_installed = false;
+std::atomic<bool> g_ready{false};
+std::atomic<bool> g_hooks_installed{false};
 
-Allocator* acquire() {
+Entry* acquire() {
   {
     LockGuard guard(g_lock);
-    Allocator* a = g_pooled;
-    if (a != nullptr) {
-      g_pooled = a->next_pooled_;
-      a->next_pooled_ = nullptr;
-      return a;
+    Entry* e = g_pooled;
+    if (e != nullptr) {
+      g_pooled = e->next_pooled;
+      e->next_pooled = nullptr;
+      return e;
     }
   }
-  void* mem = meta_arena::alloc(sizeof(Allocator), 64);
+  void* mem = meta_arena::alloc(sizeof(Entry), alignof(Entry));
   if (mem == nullptr) return nullptr;
-  auto* a = new (mem) Allocator();
   LockGuard guard(g_lock);
-  a->id_ = g_created++;
-  a->next_all_ = g_all;
-  __atomic_store_n(&g_all, a, __ATOMIC_RELEASE);
-  return a;
+  auto* e = new (mem) Entry(g_created++);
+  e->next_all.store(g_all.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_all.store(e, std::memory_order_release);
+  return e;
 }
 
-void release(Allocator* a) {
+void release(Entry* e) {
   LockGuard guard(g_lock);
-  a->next_pooled_ = g_pooled;
-  g_pooled = a;
+  e->next_pooled = g_pooled;
+  g_pooled = e;
 }
 
 void on_thread_exit(void* arg) {
-  auto* a = static_cast<Allocator*>(arg);
+  auto* e = static_cast<Entry*>(arg);
   t_alloc = &g_unbound;
   t_exited = true;
-  a->settle();
+  e->allocator.settle();
   // What it does not use goes back to the backend, where any thread reuses
   // it (resident for a purge delay): a pooled allocator holds only slabs
   // with objects still out.
-  a->release_unused();
-  release(a);
+  e->allocator.release_unused();
+  release(e);
+}
+
+// Objects freed after their owner's thread exited wait in its inbox until a
+// new thread takes the allocator.  A thread about to take fresh memory calls
+// this first (the chunk caches' shortage hook): it delivers one pooled
+// allocator's messages (bounded work) and lets that allocator release what
+// it then does not use, so the memory serves everyone.  Skipped when the
+// pool is busy: helping is never worth a wait.
+void help_pooled() {
+  if (!g_lock.try_lock()) return;
+  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) {
+    // Under the pool lock no thread can take `e`: this thread is its owner
+    // for the moment.
+    if (e->allocator.visit_inbox()) {
+      e->allocator.release_unused();
+      break;
+    }
+  }
+  g_lock.unlock();
 }
 
 void prefork() {
@@ -92,31 +119,30 @@ void postfork_child() { postfork(true); }
 
 Allocator* bind() {
   if (t_exited || !global_init()) return nullptr;
-  Allocator* a = acquire();
-  if (a == nullptr) return nullptr;
-  a->outbox_limit_ = options::get(options::kOutboxBytes);
-  a->outbox_.room = a->outbox_limit_;
-  a->batchit_ = options::get(options::kBatchIt) != 0;
-  t_alloc = a;
-  os::arm_thread_exit_hook(a);
-  return a;
+  Entry* e = acquire();
+  if (e == nullptr) return nullptr;
+  e->allocator.attach();
+  t_alloc = &e->allocator;
+  os::arm_thread_exit_hook(e);
+  return &e->allocator;
 }
 
 bool global_init() {
-  if (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE)) return true;
+  if (g_ready.load(std::memory_order_acquire)) return true;
   {
     LockGuard guard(g_init_lock);
-    if (!g_ready) {
+    if (!g_ready.load(std::memory_order_relaxed)) {
       options::load();
       if (os::page_size() != config::kPageSize) return false;
       if (!pagemap::init()) return false;
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
-      __atomic_store_n(&g_ready, true, __ATOMIC_RELEASE);
+      ChunkCache::set_shortage_hook(help_pooled);
+      g_ready.store(true, std::memory_order_release);
     }
   }
   // pthread_atfork may allocate: register it outside the lock, after roost
   // is ready to serve that allocation.
-  if (!__atomic_exchange_n(&g_hooks_installed, true, __ATOMIC_ACQ_REL))
+  if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel))
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
   return true;
 }
@@ -128,33 +154,23 @@ void* alloc_unbound(unsigned sc) {
       errno = ENOMEM;
       return nullptr;
     }
-    return a->alloc_small(sc);
+    return a->alloc(sc);
   }
-  Allocator* a = acquire();
-  if (a == nullptr) {
+  Entry* e = acquire();
+  if (e == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  void* p = a->alloc_borrowed(sc);
-  release(a);
+  void* p = e->allocator.alloc(sc);
+  release(e);
   return p;
 }
 
-void help_pooled() {
-  // Skipped when the pool is busy: helping is never worth a wait.
-  if (!g_lock.try_lock()) return;
-  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) {
-    if (!a->inbox_.maybe_nonempty()) continue;
-    // Under the pool lock no thread can take `a`: this thread is its owner
-    // for the moment.
-    a->drain_inbox(false);
-    a->release_unused();
-    break;
-  }
-  g_lock.unlock();
+void visit_all(void (*fn)(const Allocator&, void*), void* context) {
+  for (Entry* e = g_all.load(std::memory_order_acquire); e != nullptr;
+       e = e->next_all.load(std::memory_order_acquire))
+    fn(e->allocator, context);
 }
-
-Allocator* first_allocator() { return __atomic_load_n(&g_all, __ATOMIC_ACQUIRE); }
 
 uint64_t allocators_created() {
   LockGuard guard(g_lock);
@@ -164,23 +180,19 @@ uint64_t allocators_created() {
 bool trim_all() {
   bool released = false;
   Allocator* self = t_alloc;
+  bool bound = !is_unbound(self);
   LockGuard guard(g_lock);
   // Settling one allocator can forward messages to another already settled:
   // repeat until a whole pass moves nothing (every pass delivers at least
   // one hop of every message, and a message needs at most 32 / kBucketBits).
   for (unsigned pass = 0; pass < 64; pass++) {
-    uint64_t moved = 0;
-    auto settle = [&](Allocator* a) {
-      uint64_t before = a->messages_received_ + a->messages_forwarded_;
-      a->settle();
-      moved += a->messages_received_ + a->messages_forwarded_ - before;
-    };
-    if (self != &g_unbound) settle(self);
-    for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) settle(a);
+    uint64_t moved = bound ? self->settle() : 0;
+    for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) moved += e->allocator.settle();
     if (moved == 0) break;
   }
-  if (self != &g_unbound) released |= self->release_unused();
-  for (Allocator* a = g_pooled; a != nullptr; a = a->next_pooled_) released |= a->release_unused();
+  if (bound) released |= self->release_unused();
+  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled)
+    released |= e->allocator.release_unused();
   return released;
 }
 

@@ -1,11 +1,13 @@
 // frontend/allocator_pool.h — binding allocators to threads.
 //
 // Owns: the thread's current allocator (initial-exec TLS), the pool of
-// allocators not bound to a thread (recycled with their slabs and dense ids),
-// the list of every allocator (for statistics), global start-up, the
-// thread-exit hook and the fork hooks.  Must never: run on a fast path
+// allocators not bound to a thread (recycled with their slabs and dense
+// ids), the list of every allocator (for statistics), process start-up,
+// the thread-exit hook and the fork hooks.  Must never: run on a fast path
 // beyond reading t_alloc; allocate through malloc.
 #pragma once
+
+#include <type_traits>
 
 #include "frontend/allocator.h"
 
@@ -19,6 +21,9 @@ extern __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) RO
 
 ROOST_INLINE Allocator* current() { return t_alloc; }
 
+// Is `a` the placeholder of a thread without an allocator?
+ROOST_INLINE bool is_unbound(const Allocator* a) { return a == &g_unbound; }
+
 // Process-wide start-up (pagemap, options, hooks); true when ready.
 bool global_init();
 
@@ -30,17 +35,9 @@ Allocator* bind();
 // (or, in a thread past its exit hook, borrows one for this call).
 void* alloc_unbound(unsigned sc);
 
-// Objects freed after their owner's thread exited wait in its inbox until a
-// new thread takes the allocator.  A thread about to take fresh memory calls
-// this first: it delivers one pooled allocator's messages (bounded work) and
-// lets that allocator release what it then does not use, so the memory
-// serves everyone.
-void help_pooled();
-
-// Counters for statistics; `fn(const Allocator&)` for every allocator.
+// Calls fn(const Allocator&) for every allocator ever created (statistics).
 template <typename Fn>
 void for_each(Fn&& fn);
-Allocator* first_allocator();
 uint64_t allocators_created();
 
 // Delivers every message in flight, then lets the caller's allocator and
@@ -48,13 +45,13 @@ uint64_t allocators_created();
 // cached chunks); true if any memory went back.
 bool trim_all();
 
-}  // namespace roost::pool
+// for_each() without the template: fn(allocator, context).
+void visit_all(void (*fn)(const Allocator&, void*), void* context);
 
-namespace roost::pool {
 template <typename Fn>
 void for_each(Fn&& fn) {
-  for (Allocator* a = first_allocator(); a != nullptr;
-       a = __atomic_load_n(&a->next_all_, __ATOMIC_ACQUIRE))
-    fn(*a);
+  using F = std::remove_reference_t<Fn>;
+  visit_all([](const Allocator& a, void* f) { (*static_cast<F*>(f))(a); }, &fn);
 }
+
 }  // namespace roost::pool

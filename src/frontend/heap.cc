@@ -1,6 +1,7 @@
 // frontend/heap.cc — slow paths behind frontend/heap.h.
 #include "frontend/heap.h"
 
+#include <atomic>
 #include <cerrno>
 
 #include "backend/chunk_allocator.h"
@@ -11,28 +12,23 @@ namespace roost::heap {
 
 namespace {
 
-// Frees by threads past their exit hook, which have no allocator to count in.
-uint64_t g_unbound_frees[sizeclass::kCount];
-// Of those, objects posted alone to their owners (a message and a batch each).
-uint64_t g_unbound_sends;
+// Frees by threads past their exit hook, which have no allocator to count
+// them in (any thread adds, atomically).
+std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 
 [[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {
   err::fatal(where, fault, p);
 }
 
-void count_free(Allocator* a, unsigned sc) {
-  if (a != &pool::g_unbound)
-    a->frees_[sc]++;
-  else
-    __atomic_fetch_add(&g_unbound_frees[sc], 1, __ATOMIC_RELAXED);
-}
-
 }  // namespace
 
-uint64_t unbound_sends() { return __atomic_load_n(&g_unbound_sends, __ATOMIC_RELAXED); }
+uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
 
-uint64_t unbound_frees(unsigned sc) {
-  return __atomic_load_n(&g_unbound_frees[sc], __ATOMIC_RELAXED);
+void* alloc_refill(FreeObject** slot) {
+  Allocator* a = pool::current();
+  unsigned sc = a->class_of(slot);
+  if (ROOST_UNLIKELY(pool::is_unbound(a))) return pool::alloc_unbound(sc);
+  return a->refill(sc);
 }
 
 void* alloc_large(size_t size, size_t align, bool zero) {
@@ -65,18 +61,16 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
   }
   switch (m->kind) {
     case ChunkKind::kSlab: {
-      if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+      if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
-      if (a == &pool::g_unbound) a = pool::bind();
+      if (pool::is_unbound(a)) a = pool::bind();
       if (a == nullptr) {
         // Past the thread's exit hook: count here and post the object alone.
-        count_free(&pool::g_unbound, m->sizeclass);
-        __atomic_fetch_add(&g_unbound_sends, 1, __ATOMIC_RELAXED);
-        Allocator::send_alone(m, p);
-      } else if (m->owner == a) {  // a pooled allocator that owns it came back
-        count_free(a, m->sizeclass);
-        a->return_to_slab(m, p);
+        g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
+        Messenger::send_alone(m, p);
+      } else if (a->owns(m)) {  // a pooled allocator that owns it came back
+        a->free_local(m, p);
       } else {
         a->free_remote(m, p);
       }
@@ -104,8 +98,8 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The common case: an object of another allocator's slab.  (The owner's
   // own objects took the fast path, but for the checked build's interior
   // pointers, which is_object_start catches here.)
-  if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && a != &pool::g_unbound)) {
-    if (ROOST_UNLIKELY(!is_object_start(m, p)))
+  if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a))) {
+    if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
     a->free_remote(m, p);
     return;
@@ -123,7 +117,7 @@ void* alloc_aligned(size_t align, size_t size) {
       // gives aligned objects.  Within four classes a power of two comes.
       unsigned sc = sizeclass::from_size(s);
       while (sc < sizeclass::kCount && (sizeclass::kInfo.info[sc].size & (align - 1)) != 0) sc++;
-      if (sc < sizeclass::kCount) return pool::current()->alloc_small(sc);
+      if (sc < sizeclass::kCount) return alloc_class(sc);
     }
   }
   return alloc_large(size, align, false);
@@ -143,7 +137,7 @@ size_t usable_size(const void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup(p);
   if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
   if (m->kind == ChunkKind::kSlab) {
-    if (!is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+    if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
     return m->obj_size;
   }
   if (reinterpret_cast<uintptr_t>(p) != m->base)

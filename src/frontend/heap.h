@@ -12,6 +12,8 @@
 namespace roost::heap {
 
 // Slow paths (heap.cc).
+// The calling thread's fast list `slot` (Allocator::fast_slot) ran dry.
+ROOST_NOINLINE void* alloc_refill(FreeObject** slot);
 ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
 // A free the fast path did not take: `m` is its lookup (not nullptr), `a`
 // the calling thread's allocator.  The usual case is another allocator's
@@ -21,11 +23,17 @@ ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char
 // (looked up again to tell an interior pointer) or foreign.
 ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
+// An object of class `sc` for the calling thread.
+ROOST_INLINE void* alloc_class(unsigned sc) {
+  Allocator* a = pool::current();
+  if (void* p = a->pop(sc); ROOST_LIKELY(p != nullptr)) return p;
+  return alloc_refill(a->fast_slot(sc));
+}
+
 ROOST_INLINE void* alloc(size_t size) {
   if (ROOST_LIKELY(size <= config::kTableClassified))
-    return pool::current()->alloc_small(sizeclass::from_size_table(size));
-  if (ROOST_LIKELY(size <= config::kMaxSmall))
-    return pool::current()->alloc_small(sizeclass::from_size_clz(size));
+    return alloc_class(sizeclass::from_size_table(size));
+  if (ROOST_LIKELY(size <= config::kMaxSmall)) return alloc_class(sizeclass::from_size_clz(size));
   return alloc_large(size, 1, false);
 }
 
@@ -33,7 +41,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup_aligned(p);
   Allocator* a = pool::current();
   if (ROOST_LIKELY(m != nullptr)) {
-    if (ROOST_LIKELY(m->owner == a && exact_start_if_checked(m, p))) {
+    if (ROOST_LIKELY(a->owns(m) && slab::exact_start_if_checked(m, p))) {
       a->free_local(m, p);
       return;
     }
@@ -54,9 +62,8 @@ void* resize(void* p, size_t size);
 // Returns cached memory to the OS; true if any was released.
 bool trim();
 
-// Statistics of frees by threads past their exit hook: per class, and how
-// many were posted alone to their owners.
+// Frees of class `sc` by threads past their exit hook (statistics), which
+// have no allocator to count them.
 uint64_t unbound_frees(unsigned sc);
-uint64_t unbound_sends();
 
 }  // namespace roost::heap

@@ -2,7 +2,7 @@
 //
 // Owns: 2^kBucketBits lists of freed objects keyed by bits of their owner's
 // allocator id, and the room left that decides when to post them.  Posting
-// (Allocator::flush_outbox) sends each bucket to the owner of its first
+// (Messenger::post) sends each bucket to the owner of its first
 // object with one atomic exchange; the bucket of the sender's own id bits
 // (its home bucket) is re-sorted by the next bits instead, so that no
 // per-destination state exists and any number of allocators works.  Must
@@ -57,13 +57,18 @@ class Outbox {
     filled_.for_each(fn);
   }
 
-  // Bytes the outbox (and the remote cache in front of it) may still take
-  // before it is posted: ROOST_OUTBOX_BYTES less the object bytes held.
-  uint64_t room = 0;
+  // The room: bytes the outbox (and the remote cache in front of it) may
+  // still take before it is posted.  Charging `bytes` says whether the
+  // outbox is full: the room would go below zero (one subtract, and a
+  // branch on its borrow).
+  ROOST_INLINE bool charge(uint32_t bytes) { return __builtin_sub_overflow(room_, bytes, &room_); }
+  // After posting: room for `limit` bytes (ROOST_OUTBOX_BYTES) again.
+  void reset_room(uint64_t limit) { room_ = limit; }
 
  private:
   Bucket buckets_[kBuckets] = {};
   BitSet<kBuckets> filled_;  // the buckets that hold messages
+  uint64_t room_ = 0;
 };
 
 }  // namespace roost

@@ -1,0 +1,29 @@
+// ds/counter.h — statistics counters shared between threads.
+//
+// Owns: how a counter is read by a thread that does not write it, and how
+// a counter many threads write is added to.  Most counters belong to one
+// thread, which increments them with plain instructions (the fast paths
+// cannot afford an atomic read-modify-write); statistics read them from
+// other threads with a relaxed atomic load (std::atomic_ref), so a figure
+// read while its thread runs is approximate.  Must never: be used for
+// anything but statistics, or order other memory accesses.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ds/bits.h"
+
+namespace roost {
+
+// Reads a counter that its own thread may be writing.
+ROOST_INLINE uint64_t read_counter(const uint64_t& counter) {
+  return std::atomic_ref(const_cast<uint64_t&>(counter)).load(std::memory_order_relaxed);
+}
+
+// Adds to a counter that any thread may add to.
+ROOST_INLINE void add_shared_counter(uint64_t& counter, uint64_t n) {
+  std::atomic_ref(counter).fetch_add(n, std::memory_order_relaxed);
+}
+
+}  // namespace roost

@@ -1,0 +1,102 @@
+// frontend/chunk_cache.cc — implementation of frontend/chunk_cache.h.
+#include "frontend/chunk_cache.h"
+
+#include "backend/chunk_allocator.h"
+#include "options.h"
+
+namespace roost {
+
+namespace {
+
+// Fresh memory comes from the backend 512 KiB at a time (the default
+// reserve's size) while the reserve has room for the rest.
+constexpr unsigned kBatchOrder = 19;
+
+ChunkCache::ShortageHook g_shortage_hook = nullptr;
+
+size_t reserve_limit() { return options::get(options::kSlabReserveBytes); }
+
+}  // namespace
+
+void ChunkCache::set_shortage_hook(ShortageHook hook) { g_shortage_hook = hook; }
+
+void ChunkCache::add(ChunkMeta* m) {
+  set_kind(m, ChunkKind::kCached);
+  lists_[m->order].push_front(m);
+  bytes_ += size_t{1} << m->order;
+  resident_ += dirty_extent(m);
+}
+
+void ChunkCache::remove(ChunkMeta* m) {
+  lists_[m->order].remove(m);
+  bytes_ -= size_t{1} << m->order;
+  resident_ -= dirty_extent(m);
+}
+
+bool ChunkCache::try_charge(size_t bytes) {
+  if (kept_bytes() + bytes > reserve_limit()) return false;
+  charged_ += bytes;
+  return true;
+}
+
+void ChunkCache::keep(ChunkMeta* m) {
+  size_t resident = dirty_extent(m);
+  if (kept_bytes() + resident <= reserve_limit()) {
+    add(m);
+    return;
+  }
+  chunks::release(m, resident);
+}
+
+ChunkMeta* ChunkCache::take_cached(unsigned order, bool resident_only) {
+  for (unsigned j = order; j <= config::kRegionBits; j++) {
+    for (ChunkMeta* m = lists_[j].head; m != nullptr; m = m->next) {
+      if (resident_only && m->dirty_pages == 0) continue;
+      remove(m);
+      chunks::split_out(m, order, [this](ChunkMeta* piece) { add(piece); });
+      return m;
+    }
+  }
+  return nullptr;
+}
+
+ChunkMeta* ChunkCache::take(unsigned order) {
+  // Resident memory first: cached chunks with resident pages, then chunks
+  // released to the backend and not purged yet (split only from blocks up
+  // to a batch's size: bigger ones are large objects', which reuse them
+  // whole).  Then untouched cached chunks (pieces of a batch).
+  if (ChunkMeta* m = take_cached(order, true)) return m;
+  if (ChunkMeta* m = chunks::alloc_dirty(order, kBatchOrder)) return m;
+  if (ChunkMeta* m = take_cached(order, false)) return m;
+  if (g_shortage_hook != nullptr) g_shortage_hook();
+  // What is cached goes back to the backend, where it merges with its
+  // released buddies and can serve this request (the reserve is for reuse,
+  // not for holding pieces too small to use).
+  trim(0);
+  // Then released memory that can serve this order, resident already; else
+  // a batch when the reserve has room for the rest.
+  unsigned take = order;
+  if (order < kBatchOrder && !chunks::has_dirty(order) &&
+      kept_bytes() + (size_t{1} << kBatchOrder) <= reserve_limit())
+    take = kBatchOrder;
+  ChunkMeta* m = chunks::alloc(take);
+  if (m == nullptr) return nullptr;
+  chunks::split_out(m, order, [this](ChunkMeta* piece) { add(piece); });
+  return m;
+}
+
+bool ChunkCache::trim(size_t keep) {
+  bool released = false;
+  for (unsigned j = 0; j <= config::kRegionBits && bytes_ > keep; j++) {
+    while (bytes_ > keep) {
+      ChunkMeta* m = lists_[j].head;
+      if (m == nullptr) break;
+      remove(m);
+      chunks::release(m, dirty_extent(m));
+      released = true;
+    }
+  }
+  return released;
+}
+
+}  // namespace roost

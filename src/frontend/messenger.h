@@ -1,0 +1,137 @@
+// frontend/messenger.h — an allocator's mail: frees of other allocators'
+// objects going out, its own objects coming back.
+//
+// Owns: the inbox (an MPSC queue other allocators post to), the BatchIt
+// remote cache and the outbox behind it, the options they run by, the
+// allocator's dense id (which picks outbox buckets), and the message
+// counters.  Remote frees are collected
+// per slab in the cache, each slab's as one batch (BatchIt), and filed in
+// the outbox's buckets by owner id; when the outbox holds ROOST_OUTBOX_BYTES
+// it is posted, one atomic exchange per bucket.  Receiving takes a bounded
+// number of batches from the inbox, hands each batch of its own to the
+// caller, and forwards the others (home-bucket forwarding: ids that share
+// low bits with ours).  Must never: touch a slab's free list or state (the
+// caller's `deliver` does), take a lock, or post with anything but one
+// exchange per bucket.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/chunk_meta.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/mpsc_queue.h"
+#include "ds/slab_batch.h"
+#include "frontend/outbox.h"
+#include "frontend/remote_cache.h"
+
+namespace roost {
+
+// The `message` counters of roost_stats.def, kept by one messenger.
+struct MessageCounters {
+#define ROOST_STAT(name, source, description) ROOST_MESSAGE_COUNTER_##source(name)
+#define ROOST_MESSAGE_COUNTER_message(name) uint64_t name = 0;
+#define ROOST_MESSAGE_COUNTER_derived(name)
+#include "roost_stats.def"
+#undef ROOST_STAT
+#undef ROOST_MESSAGE_COUNTER_message
+#undef ROOST_MESSAGE_COUNTER_derived
+
+  // Adds another thread's counters, read while that thread may write them
+  // (statistics are approximate until it rests).
+  void add(const MessageCounters& from);
+};
+
+class Messenger {
+ public:
+  constexpr explicit Messenger(uint32_t id) : id_(id) {}
+  Messenger(const Messenger&) = delete;
+  Messenger& operator=(const Messenger&) = delete;
+
+  // A thread is taking this allocator: the options it caches.
+  void load_options();
+
+  // Files `p`, an object of slab `m` that another allocator owns.  True
+  // when the outbox is full: the caller then post()s and receives.  Inline
+  // is BatchIt's same-slab shortcut, which most frees of a run take.
+  ROOST_INLINE bool send(ChunkMeta* m, void* p) {
+    counters_.remote_frees++;
+    if (config::kBatchIt && ROOST_LIKELY(remote_cache_.add_to_last(m, p)))
+      return outbox_.charge(m->obj_size);
+    return send_slow(m, p);
+  }
+
+  // Posts the remote cache's batches and every outbox bucket (forwarding
+  // rounds included).
+  void post();
+
+  // Could the inbox hold messages?  One load.
+  bool has_mail() const { return inbox_.maybe_nonempty(); }
+
+  // Takes batches from the inbox: at most config::kInboxBudget, or until
+  // it reads empty when `all`.  Each batch of this allocator's objects goes
+  // to deliver(ChunkMeta* slab, const slab_batch::Batch&); others are
+  // forwarded and posted at once.  Returns the objects received.
+  template <typename Deliver>
+  uint64_t receive(bool all, Deliver&& deliver);
+
+  // For a thread without an allocator (past its exit hook): posts `p` to
+  // its owner's inbox alone, counted process-wide.
+  static void send_alone(ChunkMeta* m, void* p);
+
+  // This messenger's counters, and those of frees sent alone.
+  const MessageCounters& counters() const { return counters_; }
+  static const MessageCounters& alone_counters();
+
+ private:
+  // The messenger of the allocator that owns slab `m` (defined in
+  // frontend/allocator.h: a slab's record names its allocator, and only the
+  // allocator knows where it keeps its messenger).
+  static Messenger* owner_of(const ChunkMeta* m);
+  static Messenger* owner_of(QueueNode* node) { return owner_of(pagemap::lookup(node)); }
+
+  ROOST_NOINLINE bool send_slow(ChunkMeta* m, void* p);
+  // Files a message for `dest` under the bucket its id selects at `shift`.
+  void file(Messenger* dest, QueueNode* node, unsigned shift);
+  // Seals a batch of objects of slab `m` and files it for the slab's owner.
+  void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count);
+  // After receiving: counts, and sends forwarded batches on.
+  void note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
+                     uint64_t forwarded_batches);
+
+  MpscQueue inbox_;
+  Outbox outbox_;
+  RemoteCache remote_cache_;
+  uint64_t outbox_limit_ = 0;  // ROOST_OUTBOX_BYTES
+  bool batchit_ = false;       // ROOST_BATCHIT
+  uint32_t id_;
+  MessageCounters counters_;
+};
+
+template <typename Deliver>
+uint64_t Messenger::receive(bool all, Deliver&& deliver) {
+  uint64_t batches = 0, objects = 0, forwarded = 0, forwarded_batches = 0;
+  while (all || batches < config::kInboxBudget) {
+    QueueNode* node = inbox_.dequeue();
+    if (node == nullptr) break;
+    batches++;
+    slab_batch::Batch b = slab_batch::open(node);
+    objects += b.count;
+    ChunkMeta* m = pagemap::lookup(node);
+    Messenger* owner = owner_of(m);
+    if (owner == this) {
+      deliver(m, b);
+    } else {
+      // Sent here because our id shares the owner's low bits: pass the
+      // whole batch on.
+      file(owner, node, 0);
+      forwarded += b.count;
+      forwarded_batches++;
+    }
+  }
+  if (batches != 0) note_received(batches, objects, forwarded, forwarded_batches);
+  return objects;
+}
+
+}  // namespace roost

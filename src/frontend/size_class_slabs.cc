@@ -1,0 +1,147 @@
+// frontend/size_class_slabs.cc — implementation of
+// frontend/size_class_slabs.h.
+#include "frontend/size_class_slabs.h"
+
+#include "backend/pagemap.h"
+#include "frontend/slab.h"
+
+namespace roost {
+
+void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
+  slab::start(m, sc, owner_);
+  slabs_++;
+  active_[sc] = m;
+}
+
+void SizeClassSlabs::take(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::take_free(m); }
+
+void SizeClassSlabs::carve(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::carve(m, fast_[sc]); }
+
+bool SizeClassSlabs::take_from_active(unsigned sc) {
+  ChunkMeta* m = active_[sc];
+  if (m == nullptr || m->free_head == nullptr) return false;
+  take(m, sc);
+  return true;
+}
+
+bool SizeClassSlabs::carve_resident_tail(unsigned sc) {
+  // The active slab has no free objects here, so it is asleep (an awake
+  // slab holds free objects until taken): carving it, or switching away
+  // from it, strands nothing.  Resident pages in its tail go first: a slab
+  // left with such a tail would sleep on it while the class takes more
+  // memory.
+  ChunkMeta* m = active_[sc];
+  if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return false;
+  carve(m, sc);
+  return true;
+}
+
+bool SizeClassSlabs::take_available(unsigned sc, ChunkCache& cache) {
+  ChunkMeta* m = available_[sc].pop_front();
+  if (m == nullptr) return false;
+  if (m == spare_[sc]) forget_spare(sc, cache);
+  active_[sc] = m;
+  take(m, sc);
+  return true;
+}
+
+bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
+  // Carve the active slab's tail, unless that would touch pages never
+  // written (or purged) while a cached chunk still has resident pages: a
+  // slab on that chunk serves first, so the footprint does not grow while
+  // released memory sits idle.  The old slab keeps its untouched tail
+  // (address space only) and carves it when it is active again and nothing
+  // resident is cached.  Chunks released to the backend are left there:
+  // the cache takes them only when it needs a chunk, so the dirty blocks
+  // that large objects reuse whole are not broken up for slabs.
+  unsigned order = sizeclass::kInfo.info[sc].slab_bits;
+  ChunkMeta* m = active_[sc];
+  if (m == nullptr || slab::fully_carved(m)) {
+    m = cache.take(order);
+    if (m == nullptr) return false;
+    start(m, sc);
+  } else if (slab::carve_touches_fresh(m)) {
+    if (ChunkMeta* resident = cache.take_resident(order)) {
+      start(resident, sc);
+      m = resident;
+    }
+  }
+  carve(m, sc);
+  return true;
+}
+
+void SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  // The active slab is never on the available list: refills look at it
+  // first.  Every other awake slab is.
+  bool active = m == active_[sc];
+  if (slab::is_asleep(m)) {
+    uint32_t in_use = slab::wake(m);
+    if (!active) available_[sc].push_front(m);
+    if (in_use != 0) return;
+  }
+  // Empty.  The active slab stays (`needed` 0: no free can reach it before
+  // it is taken again), so a class that empties and refills its slab does
+  // not thrash through the backend.
+  if (active) return;
+  // Each class may keep one emptied slab, within the reserve: it stays on
+  // the available list and is refilled before the active slab's untouched
+  // tail is carved, so a class that empties and refills slabs (a FIFO
+  // producer) reuses resident memory instead of touching fresh pages while
+  // its released slabs wait in the backend.
+  if (spare_[sc] == nullptr && cache.try_charge(sizeclass::slab_size(sc))) {
+    spare_[sc] = m;
+    return;
+  }
+  available_[sc].remove(m);
+  release(m, cache);
+}
+
+void SizeClassSlabs::forget_spare(unsigned sc, ChunkCache& cache) {
+  spare_[sc] = nullptr;
+  cache.uncharge(sizeclass::slab_size(sc));
+}
+
+void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  if (active_[sc] == m) active_[sc] = nullptr;
+  slab::retire(m);
+  slabs_--;
+  cache.keep(m);
+}
+
+bool SizeClassSlabs::release_unused(ChunkCache& cache) {
+  uint64_t slabs_before = slabs_;
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    // No class keeps an active slab: an awake one (on no list while active)
+    // goes to the available list, or back to the cache if it is empty...
+    ChunkMeta* active = active_[sc];
+    active_[sc] = nullptr;
+    if (active != nullptr && !slab::is_asleep(active)) {
+      if (active->needed == 0)
+        release(active, cache);
+      else
+        available_[sc].push_front(active);
+    }
+    // ...and the objects on the fast list go back to their slabs (not
+    // counted as frees: they were never handed out), which releases every
+    // slab that has nothing else out...
+    FreeObject* list = fast_[sc];
+    fast_[sc] = nullptr;
+    while (list != nullptr) {
+      FreeObject* next = list->next;
+      ChunkMeta* m = pagemap::lookup(list);
+      if (slab::return_object(m, list)) on_state_change(m, cache);
+      list = next;
+    }
+    // ...and the class's spare (perhaps just emptied by the above) too.
+    if (ChunkMeta* spare = spare_[sc]) {
+      forget_spare(sc, cache);
+      available_[sc].remove(spare);
+      release(spare, cache);
+    }
+  }
+  return slabs_ < slabs_before;
+}
+
+}  // namespace roost

@@ -1,0 +1,100 @@
+// frontend/size_class_slabs.h — an allocator's slabs, by size class.
+//
+// Owns, per class: the fast list (objects ready to hand out), the active
+// slab (whose bump tail is being carved), the available list (awake slabs
+// with free objects, the active one excepted), and at most one spare (an
+// emptied slab kept on the available list, charged to the chunk cache's
+// reserve); and the count of slabs owned.  Sleeping slabs are on no list:
+// the frees that wake them find them again.  Every step is O(1).  Must
+// never: touch a slab another allocator owns, or hold an empty slab beyond
+// the spare (empty slabs go back to the chunk cache).
+//
+// Slab life: a new slab is carved from its bump tail a page at a time into
+// the class's fast list (pages a chunk's previous use left resident are
+// carved before the class turns to other slabs, and before any untouched
+// page while a cached chunk still has resident ones).  Handing a slab's
+// free objects to the fast list puts it to sleep until the class's wake
+// count of them come back; woken, it joins the available list until it is
+// empty; empty, it stays as the class's spare or its chunk goes to the
+// chunk cache, where any size class can reuse it.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/chunk_meta.h"
+#include "ds/bits.h"
+#include "ds/counter.h"
+#include "ds/dlist.h"
+#include "ds/freelist.h"
+#include "ds/sizeclass.h"
+#include "frontend/chunk_cache.h"
+
+namespace roost {
+
+class SizeClassSlabs {
+ public:
+  // `owner` is what the slabs' records name as their owner.
+  constexpr explicit SizeClassSlabs(const void* owner) : owner_(owner) {}
+  SizeClassSlabs(const SizeClassSlabs&) = delete;
+  SizeClassSlabs& operator=(const SizeClassSlabs&) = delete;
+
+  // ---- fast path ----
+
+  // An object of class `sc` from its fast list, or nullptr when it is empty.
+  ROOST_INLINE FreeObject* pop(unsigned sc) {
+    FreeObject* p = fast_[sc];
+    if (ROOST_LIKELY(p != nullptr)) fast_[sc] = p->next;
+    return p;
+  }
+
+  // Class `sc`'s fast list head, and back from it to the class: the malloc
+  // fast path hands the slot to its slow path, because its address is then
+  // already in the argument register (passing the class would cost the fast
+  // path register copies).
+  ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
+  unsigned class_of(FreeObject* const* slot) const { return static_cast<unsigned>(slot - fast_); }
+
+  // ---- refilling a class's fast list, cheapest first ----
+
+  // The active slab's free objects (freed into it since it was last taken).
+  bool take_from_active(unsigned sc);
+  // The active slab's tail, while its next carve stays on resident pages.
+  bool carve_resident_tail(unsigned sc);
+  // An available slab, which becomes the active one.
+  bool take_available(unsigned sc, ChunkCache& cache);
+  // The active slab's tail, touching fresh pages only when no cached chunk
+  // has resident ones (a slab on that chunk then becomes the active one); or
+  // a new slab from `cache`.  False when memory runs out.
+  bool carve_fresh(unsigned sc, ChunkCache& cache);
+
+  // ---- a slab reached its state change (slab::return_object/batch) ----
+
+  // It woke (joins the available list unless active) or became empty (kept
+  // as the class's spare within the reserve, else back to `cache`).
+  void on_state_change(ChunkMeta* m, ChunkCache& cache);
+
+  // Lets go of everything not in use: the fast lists' objects go back to
+  // their slabs, no class keeps an active slab or a spare, and every empty
+  // slab goes back to `cache` (thread exit, trim).  True if any slab went.
+  bool release_unused(ChunkCache& cache);
+
+  // Slabs owned (statistics: read from any thread).
+  uint64_t slab_count() const { return read_counter(slabs_); }
+
+ private:
+  void start(ChunkMeta* m, unsigned sc);
+  void take(ChunkMeta* m, unsigned sc);
+  void carve(ChunkMeta* m, unsigned sc);
+  // Class `sc`'s spare is no longer one (taken for use, or released).
+  void forget_spare(unsigned sc, ChunkCache& cache);
+  void release(ChunkMeta* m, ChunkCache& cache);
+
+  FreeObject* fast_[sizeclass::kCount] = {};  // hot: every malloc reads it
+  ChunkMeta* active_[sizeclass::kCount] = {};
+  DList<ChunkMeta> available_[sizeclass::kCount] = {};
+  ChunkMeta* spare_[sizeclass::kCount] = {};
+  uint64_t slabs_ = 0;  // slabs owned
+  const void* owner_;
+};
+
+}  // namespace roost

@@ -1,0 +1,100 @@
+// frontend/slab.h — one slab: the frontend's use of a chunk record that
+// holds small objects of one size class.
+//
+// Owns: what a slab record's fields mean and the constant-time operations
+// on one slab: is an address an object start, an object or a batch
+// returned to its free list, its free objects taken, its bump tail carved a
+// step at a time, its wake count.  A slab is asleep while its free objects
+// are out on a fast list (on no list of its class; `needed` counts the
+// frees that wake it) or awake (on its class's available list; `needed`
+// counts the frees until it is empty).  Must never: know which lists a slab
+// is on or which allocator holds it (frontend/size_class_slabs.h), or touch
+// pages beyond the objects a carve hands out.
+#pragma once
+
+#include "backend/chunk_meta.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/freelist.h"
+#include "ds/sizeclass.h"
+#include "ds/slab_batch.h"
+
+namespace roost::slab {
+
+// Is `p` the start of an object of the slab `m`?  Division-free: the index
+// is a multiply by the class's reciprocal and a shift.
+ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
+  uintptr_t off = reinterpret_cast<uintptr_t>(p) - m->base;
+  uintptr_t index = (off * m->recip) >> sizeclass::kRecipShift;
+  return index * m->obj_size == off;
+}
+
+// The free fast path checks 16-byte alignment (inside
+// pagemap::lookup_aligned); the exact test above costs a multiply chain, so
+// the fast path adds it only in checked builds.  Every slow path uses it.
+ROOST_INLINE bool exact_start_if_checked(const ChunkMeta* m, const void* p) {
+  if constexpr (config::kCheckedFree) return is_object_start(m, p);
+  return true;
+}
+
+// Frees that wake a sleeping slab: the class's wake threshold, or every
+// object carved so far when fewer are out (a slab carved a few big objects
+// at a time must still wake, and go back when they all return).
+ROOST_INLINE uint32_t wake_count(const ChunkMeta* m) {
+  uint32_t wake = sizeclass::kInfo.info[m->sizeclass].wake;
+  return m->carved < wake ? m->carved : wake;
+}
+
+// Puts `p` back on its slab's free list; true when the slab reached its
+// next state change (woken, or empty), which the caller must then handle.
+// `needed` is positive whenever an object of the slab is out, so one free
+// brings it at most to zero.
+ROOST_INLINE bool return_object(ChunkMeta* m, void* p) {
+  freelist::push(m->free_head, p);
+  return --m->needed == 0;
+}
+
+// Splices a batch of the slab's objects into its free list in constant time
+// whatever the batch holds; `needed` may overshoot below zero.  True when
+// the slab reached its next state change.
+ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
+  m->free_head = slab_batch::splice(b, m->free_head);
+  m->needed -= static_cast<int32_t>(b.count);
+  return m->needed <= 0;
+}
+
+// Makes the chunk `m` an empty slab of class `sc` owned by `owner`, its
+// granules mapped to it.
+void start(ChunkMeta* m, unsigned sc, const void* owner);
+
+// Hands out every free object of `m` (returns the list): every carved
+// object is then out, and the slab sleeps until wake_count() come back.
+FreeObject* take_free(ChunkMeta* m);
+
+// Objects the next carve of `m` takes from its tail.
+uint32_t carve_count(const ChunkMeta* m);
+
+// Would the next carve of `m` reach pages never touched (or purged)?
+bool carve_touches_fresh(const ChunkMeta* m);
+
+inline bool fully_carved(const ChunkMeta* m) {
+  return m->carved == sizeclass::kInfo.info[m->sizeclass].capacity;
+}
+
+// Carves the next objects of a sleeping slab's tail onto `list` (returned);
+// the wake count grows with the objects out.
+FreeObject* carve(ChunkMeta* m, FreeObject* list);
+
+inline bool is_asleep(const ChunkMeta* m) { return m->state == SlabState::kSleeping; }
+
+// A sleeping slab got its wake count back (a batch may bring more: `needed`
+// is then below zero by the surplus): it wakes, `needed` now counts the
+// frees until it is empty.  Returns the objects still out.
+uint32_t wake(ChunkMeta* m);
+
+// Prepares an empty slab's chunk to go back to the chunk cache: unmapped,
+// ownerless, its resident extent recorded.
+void retire(ChunkMeta* m);
+
+}  // namespace roost::slab
