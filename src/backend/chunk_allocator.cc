@@ -9,6 +9,8 @@
 // next allocation or release, or malloc_trim, does).
 #include "backend/chunk_allocator.h"
 
+#include <atomic>
+
 #include "backend/meta_arena.h"
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
@@ -31,17 +33,18 @@ struct DirtyLists {
   DList<ChunkMeta> by_order[kMaxOrder + 1];
 };
 
-Region* g_regions[kRegionSlots];  // indexed by address >> kRegionBits
+std::atomic<Region*> g_regions[kRegionSlots];  // indexed by address >> kRegionBits
 SpinLock g_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
 DirtyLists g_young, g_old;
 uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones the one before
 uint64_t g_rotated_ns = 0;  // when the young generation began
-size_t g_reserved = 0;
-size_t g_bytes_out = 0;
-size_t g_chunks_out = 0;
-size_t g_dirty = 0;                      // bytes in dirty extents (atomic: read unlocked)
-uint32_t g_dirty_chunks[kMaxOrder + 1];  // per order, both generations (atomic, likewise)
+// Counters written under the lock (but for split pieces) and read without it.
+std::atomic<size_t> g_reserved{0};
+std::atomic<size_t> g_bytes_out{0};
+std::atomic<size_t> g_chunks_out{0};
+std::atomic<size_t> g_dirty{0};                        // bytes in dirty extents
+std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generations
 
 ChunkMeta* add_region() {
   void* mem = os::reserve_aligned(config::kRegion, config::kRegion);
@@ -52,8 +55,8 @@ ChunkMeta* add_region() {
     return nullptr;
   }
   uintptr_t base = reinterpret_cast<uintptr_t>(mem);
-  __atomic_store_n(&g_regions[base >> config::kRegionBits], region, __ATOMIC_RELEASE);
-  __atomic_fetch_add(&g_reserved, config::kRegion, __ATOMIC_RELAXED);
+  g_regions[base >> config::kRegionBits].store(region, std::memory_order_release);
+  g_reserved.fetch_add(config::kRegion, std::memory_order_relaxed);
   ChunkMeta* m = &region->meta[0];
   m->base = base;
   set_order(m, kMaxOrder);
@@ -83,8 +86,8 @@ void merge_free(ChunkMeta* m) {
 
 // Counts a chunk into (+1) or out of (-1) the dirty generations.
 void count_dirty(const ChunkMeta* m, int sign) {
-  __atomic_fetch_add(&g_dirty, static_cast<size_t>(sign) * dirty_extent(m), __ATOMIC_RELAXED);
-  __atomic_fetch_add(&g_dirty_chunks[m->order], static_cast<uint32_t>(sign), __ATOMIC_RELAXED);
+  g_dirty.fetch_add(static_cast<size_t>(sign) * dirty_extent(m), std::memory_order_relaxed);
+  g_dirty_chunks[m->order].fetch_add(static_cast<uint32_t>(sign), std::memory_order_relaxed);
 }
 
 void push_dirty(ChunkMeta* m) {
@@ -194,8 +197,8 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
 }
 
 void note_out(unsigned order) {
-  __atomic_fetch_add(&g_bytes_out, size_t{1} << order, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED);
+  g_bytes_out.fetch_add(size_t{1} << order, std::memory_order_relaxed);
+  g_chunks_out.fetch_add(1, std::memory_order_relaxed);
 }
 
 // A chunk of 2^order bytes: dirty memory first (split from a chunk of at
@@ -222,7 +225,7 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
 }  // namespace
 
 ChunkMeta* meta_of(uintptr_t addr) {
-  Region* r = __atomic_load_n(&g_regions[addr >> config::kRegionBits], __ATOMIC_ACQUIRE);
+  Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
   return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
 }
 
@@ -235,7 +238,7 @@ ChunkMeta* alloc_dirty(unsigned order, unsigned max_order) {
 
 bool has_dirty(unsigned order) {
   for (unsigned j = order; j <= kMaxOrder; j++)
-    if (__atomic_load_n(&g_dirty_chunks[j], __ATOMIC_RELAXED) != 0) return true;
+    if (g_dirty_chunks[j].load(std::memory_order_relaxed) != 0) return true;
   return false;
 }
 
@@ -246,8 +249,8 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   m->dirty_pages =
       static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) / config::kPageSize);
   LockGuard guard(g_lock);
-  __atomic_fetch_sub(&g_bytes_out, size, __ATOMIC_RELAXED);
-  __atomic_fetch_sub(&g_chunks_out, 1, __ATOMIC_RELAXED);
+  g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
+  g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
   if (m->dirty_pages == 0)
     merge_free(m);
   else
@@ -263,12 +266,12 @@ bool purge_all() {
   return any;
 }
 
-void note_split_piece() { __atomic_fetch_add(&g_chunks_out, 1, __ATOMIC_RELAXED); }
+void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
 
-size_t reserved_bytes() { return __atomic_load_n(&g_reserved, __ATOMIC_RELAXED); }
-size_t bytes_out() { return __atomic_load_n(&g_bytes_out, __ATOMIC_RELAXED); }
-size_t dirty_bytes() { return __atomic_load_n(&g_dirty, __ATOMIC_RELAXED); }
-size_t chunks_out() { return __atomic_load_n(&g_chunks_out, __ATOMIC_RELAXED); }
+size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
+size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
+size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
+size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 
 void lock_for_fork() { g_lock.lock(); }
 void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }

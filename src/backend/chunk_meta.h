@@ -6,6 +6,7 @@
 // uses the slab fields.  Must never: live inside user memory.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "config.h"
@@ -76,13 +77,18 @@ inline size_t dirty_extent(const ChunkMeta* m) {
 // backend's lock: those two fields are written and read through these,
 // atomically.  Relaxed is enough: the backend acts only on kinds it set
 // itself, under its lock.
-inline ChunkKind kind_of(const ChunkMeta* m) { return __atomic_load_n(&m->kind, __ATOMIC_RELAXED); }
-inline void set_kind(ChunkMeta* m, ChunkKind k) { __atomic_store_n(&m->kind, k, __ATOMIC_RELAXED); }
+// (std::atomic_ref: the fields stay plain for the holder's own reads.)
+inline ChunkKind kind_of(const ChunkMeta* m) {
+  return std::atomic_ref(const_cast<ChunkMeta*>(m)->kind).load(std::memory_order_relaxed);
+}
+inline void set_kind(ChunkMeta* m, ChunkKind k) {
+  std::atomic_ref(m->kind).store(k, std::memory_order_relaxed);
+}
 inline unsigned order_of(const ChunkMeta* m) {
-  return __atomic_load_n(&m->order, __ATOMIC_RELAXED);
+  return std::atomic_ref(const_cast<ChunkMeta*>(m)->order).load(std::memory_order_relaxed);
 }
 inline void set_order(ChunkMeta* m, unsigned o) {
-  __atomic_store_n(&m->order, static_cast<uint8_t>(o), __ATOMIC_RELAXED);
+  std::atomic_ref(m->order).store(static_cast<uint8_t>(o), std::memory_order_relaxed);
 }
 
 }  // namespace roost

@@ -1,6 +1,8 @@
 // backend/large.cc — implementation of backend/large.h.
 #include "backend/large.h"
 
+#include <atomic>
+
 #include "backend/chunk_allocator.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
@@ -17,14 +19,15 @@ namespace {
 SpinLock g_lock;                         // guards the huge-record free list
 ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
 
-size_t g_in_use = 0;  // updated with atomics: any thread frees
-size_t g_allocs = 0;
-size_t g_frees = 0;
+// Any thread allocates and frees large objects.
+std::atomic<size_t> g_in_use{0};
+std::atomic<size_t> g_allocs{0};
+std::atomic<size_t> g_frees{0};
 
 void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
-  __atomic_fetch_add(&g_in_use, static_cast<size_t>(bytes), __ATOMIC_RELAXED);
-  if (allocs) __atomic_fetch_add(&g_allocs, allocs, __ATOMIC_RELAXED);
-  if (frees) __atomic_fetch_add(&g_frees, frees, __ATOMIC_RELAXED);
+  g_in_use.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);
+  if (allocs) g_allocs.fetch_add(allocs, std::memory_order_relaxed);
+  if (frees) g_frees.fetch_add(frees, std::memory_order_relaxed);
 }
 
 // The pages a user may have written since the last purge: a cached chunk
@@ -126,9 +129,8 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
 }
 
 Counters counters() {
-  return Counters{__atomic_load_n(&g_in_use, __ATOMIC_RELAXED),
-                  __atomic_load_n(&g_allocs, __ATOMIC_RELAXED),
-                  __atomic_load_n(&g_frees, __ATOMIC_RELAXED)};
+  return Counters{g_in_use.load(std::memory_order_relaxed), g_allocs.load(std::memory_order_relaxed),
+                  g_frees.load(std::memory_order_relaxed)};
 }
 
 void lock_for_fork() { g_lock.lock(); }

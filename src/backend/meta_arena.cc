@@ -1,6 +1,8 @@
 // backend/meta_arena.cc — implementation of backend/meta_arena.h.
 #include "backend/meta_arena.h"
 
+#include <atomic>
+
 #include "ds/bits.h"
 #include "ds/spinlock.h"
 #include "platform/os.h"
@@ -12,7 +14,7 @@ constexpr size_t kBlock = size_t{64} << 20;  // lazily committed
 SpinLock lock;
 uintptr_t cursor = 0;
 uintptr_t limit = 0;
-size_t reserved = 0;
+std::atomic<size_t> reserved{0};  // written under the lock, read without it
 }  // namespace
 
 void* alloc(size_t size, size_t align) {
@@ -22,7 +24,7 @@ void* alloc(size_t size, size_t align) {
     size_t block = size + align > kBlock ? bits::align_up(size + align, kBlock) : kBlock;
     void* fresh = os::reserve_aligned(block, 4096);
     if (fresh == nullptr) return nullptr;
-    reserved += block;
+    reserved.fetch_add(block, std::memory_order_relaxed);
     cursor = reinterpret_cast<uintptr_t>(fresh);
     limit = cursor + block;
     p = bits::align_up(cursor, align);
@@ -31,7 +33,7 @@ void* alloc(size_t size, size_t align) {
   return reinterpret_cast<void*>(p);
 }
 
-size_t reserved_bytes() { return __atomic_load_n(&reserved, __ATOMIC_RELAXED); }
+size_t reserved_bytes() { return reserved.load(std::memory_order_relaxed); }
 
 void lock_for_fork() { lock.lock(); }
 void unlock_after_fork(bool child) { lock.unlock_after_fork(child); }

@@ -7,6 +7,7 @@
 // objects map their first.  Must never: allocate, or interpret the metadata.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "backend/chunk_meta.h"
@@ -20,8 +21,13 @@ inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::
 // The table and its number of entries: zero entries until init() succeeded,
 // so a lookup before then (a stray free of a foreign pointer) says "not
 // ours" instead of faulting.  Two variables, not a struct, so the fast path
-// reaches each with one RIP-relative instruction.
-extern ChunkMeta** g_entries ROOST_HIDDEN;
+// reaches each with one RIP-relative instruction.  Entries change while
+// other threads look them up: atomic, relaxed (a thread that finds an entry
+// reads the record's fields its owner published before handing the memory
+// out).  The two variables are set once, in init(), before the limit is
+// published with a release store; the fast path reads them plainly, so the
+// limit's load folds into its compare.
+extern std::atomic<ChunkMeta*>* g_entries ROOST_HIDDEN;
 extern uintptr_t g_limit ROOST_HIDDEN;
 
 // Reserves the table.  Returns false if the OS refused.
@@ -31,7 +37,7 @@ ROOST_INLINE ChunkMeta* lookup(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   uintptr_t index = a >> config::kGranuleBits;
   if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
-  return __atomic_load_n(&g_entries[index], __ATOMIC_RELAXED);
+  return g_entries[index].load(std::memory_order_relaxed);
 }
 
 // lookup() for the free fast path, folding in the check that `p` is 16-byte
@@ -43,7 +49,7 @@ ROOST_INLINE ChunkMeta* lookup_aligned(const void* p) {
   uintptr_t rotated = (a >> config::kMinAllocBits) | (a << (64 - config::kMinAllocBits));
   uintptr_t index = rotated >> (config::kGranuleBits - config::kMinAllocBits);
   if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
-  return __atomic_load_n(&g_entries[index], __ATOMIC_RELAXED);
+  return g_entries[index].load(std::memory_order_relaxed);
 }
 
 // Maps the granules of [base, base + bytes) to `meta` (or null to unmap).
