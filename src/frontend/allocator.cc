@@ -8,14 +8,6 @@
 
 namespace roost {
 
-void* Allocator::refill(unsigned sc) {
-  // Objects freed elsewhere may be waiting.
-  visit_inbox();
-  // The common case: the class's active slab got objects back.
-  if (ROOST_LIKELY(slabs_.take_from_active(sc))) return pop(sc);
-  return refill_from_other_slab(sc);
-}
-
 void* Allocator::refill_from_other_slab(unsigned sc) {
   if (slabs_.carve_resident_tail(sc)) return pop(sc);
   for (unsigned round = 0;; round++) {

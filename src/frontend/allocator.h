@@ -60,7 +60,13 @@ class Allocator {
   }
   // Class `sc`'s fast list ran dry: refills it and returns an object;
   // nullptr with errno ENOMEM when memory runs out.
-  ROOST_NOINLINE void* refill(unsigned sc);
+  void* refill(unsigned sc) {
+    // Objects freed elsewhere may be waiting.
+    visit_inbox();
+    // The common case: the class's active slab got objects back.
+    if (ROOST_LIKELY(slabs_.take_from_active(sc))) return pop(sc);
+    return refill_from_other_slab(sc);
+  }
   // The fast list of class `sc` as the malloc fast path hands it to its
   // slow path (see SizeClassSlabs::fast_slot), and the class back from it.
   ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return slabs_.fast_slot(sc); }

@@ -2,7 +2,6 @@
 #include "frontend/chunk_cache.h"
 
 #include "backend/chunk_allocator.h"
-#include "options.h"
 
 namespace roost {
 
@@ -13,8 +12,6 @@ namespace {
 constexpr unsigned kBatchOrder = 19;
 
 ChunkCache::ShortageHook g_shortage_hook = nullptr;
-
-size_t reserve_limit() { return options::get(options::kSlabReserveBytes); }
 
 }  // namespace
 
@@ -33,15 +30,9 @@ void ChunkCache::remove(ChunkMeta* m) {
   resident_ -= dirty_extent(m);
 }
 
-bool ChunkCache::try_charge(size_t bytes) {
-  if (kept_bytes() + bytes > reserve_limit()) return false;
-  charged_ += bytes;
-  return true;
-}
-
 void ChunkCache::keep(ChunkMeta* m) {
   size_t resident = dirty_extent(m);
-  if (kept_bytes() + resident <= reserve_limit()) {
+  if (kept_bytes() + resident <= reserve()) {
     add(m);
     return;
   }
@@ -77,7 +68,7 @@ ChunkMeta* ChunkCache::take(unsigned order) {
   // a batch when the reserve has room for the rest.
   unsigned take = order;
   if (order < kBatchOrder && !chunks::has_dirty(order) &&
-      kept_bytes() + (size_t{1} << kBatchOrder) <= reserve_limit())
+      kept_bytes() + (size_t{1} << kBatchOrder) <= reserve())
     take = kBatchOrder;
   ChunkMeta* m = chunks::alloc(take);
   if (m == nullptr) return nullptr;

@@ -18,6 +18,7 @@
 #include "backend/chunk_meta.h"
 #include "config.h"
 #include "ds/dlist.h"
+#include "options.h"
 
 namespace roost {
 
@@ -48,7 +49,11 @@ class ChunkCache {
 
   // Charges `bytes` of resident memory held elsewhere (a spare slab) to the
   // reserve; false, charging nothing, when they do not fit.
-  bool try_charge(size_t bytes);
+  bool try_charge(size_t bytes) {
+    if (kept_bytes() + bytes > reserve()) return false;
+    charged_ += bytes;
+    return true;
+  }
   void uncharge(size_t bytes) { charged_ -= bytes; }
 
   // Releases cached chunks to the backend until at most `keep` bytes (of
@@ -59,8 +64,9 @@ class ChunkCache {
   ChunkMeta* take_cached(unsigned order, bool resident_only);
   void add(ChunkMeta* m);
   void remove(ChunkMeta* m);
-  // Resident bytes kept against the reserve.
+  // Resident bytes kept against the reserve, and the reserve.
   size_t kept_bytes() const { return resident_ + charged_; }
+  static size_t reserve() { return options::get(options::kSlabReserveBytes); }
 
   DList<ChunkMeta> lists_[config::kRegionBits + 1];  // by order
   size_t bytes_ = 0;     // address space of the cached chunks

@@ -3,7 +3,6 @@
 #include "frontend/size_class_slabs.h"
 
 #include "backend/pagemap.h"
-#include "frontend/slab.h"
 
 namespace roost {
 
@@ -11,38 +10,6 @@ void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
   slab::start(m, sc, owner_);
   slabs_++;
   active_[sc] = m;
-}
-
-void SizeClassSlabs::take(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::take_free(m); }
-
-void SizeClassSlabs::carve(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::carve(m, fast_[sc]); }
-
-bool SizeClassSlabs::take_from_active(unsigned sc) {
-  ChunkMeta* m = active_[sc];
-  if (m == nullptr || m->free_head == nullptr) return false;
-  take(m, sc);
-  return true;
-}
-
-bool SizeClassSlabs::carve_resident_tail(unsigned sc) {
-  // The active slab has no free objects here, so it is asleep (an awake
-  // slab holds free objects until taken): carving it, or switching away
-  // from it, strands nothing.  Resident pages in its tail go first: a slab
-  // left with such a tail would sleep on it while the class takes more
-  // memory.
-  ChunkMeta* m = active_[sc];
-  if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return false;
-  carve(m, sc);
-  return true;
-}
-
-bool SizeClassSlabs::take_available(unsigned sc, ChunkCache& cache) {
-  ChunkMeta* m = available_[sc].pop_front();
-  if (m == nullptr) return false;
-  if (m == spare_[sc]) forget_spare(sc, cache);
-  active_[sc] = m;
-  take(m, sc);
-  return true;
 }
 
 bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
@@ -70,20 +37,8 @@ bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   return true;
 }
 
-void SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
+void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
-  // The active slab is never on the available list: refills look at it
-  // first.  Every other awake slab is.
-  bool active = m == active_[sc];
-  if (slab::is_asleep(m)) {
-    uint32_t in_use = slab::wake(m);
-    if (!active) available_[sc].push_front(m);
-    if (in_use != 0) return;
-  }
-  // Empty.  The active slab stays (`needed` 0: no free can reach it before
-  // it is taken again), so a class that empties and refills its slab does
-  // not thrash through the backend.
-  if (active) return;
   // Each class may keep one emptied slab, within the reserve: it stays on
   // the available list and is refilled before the active slab's untouched
   // tail is carved, so a class that empties and refills slabs (a FIFO

@@ -28,6 +28,7 @@
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "frontend/chunk_cache.h"
+#include "frontend/slab.h"
 
 namespace roost {
 
@@ -57,11 +58,33 @@ class SizeClassSlabs {
   // ---- refilling a class's fast list, cheapest first ----
 
   // The active slab's free objects (freed into it since it was last taken).
-  bool take_from_active(unsigned sc);
+  bool take_from_active(unsigned sc) {
+    ChunkMeta* m = active_[sc];
+    if (m == nullptr || m->free_head == nullptr) return false;
+    take(m, sc);
+    return true;
+  }
   // The active slab's tail, while its next carve stays on resident pages.
-  bool carve_resident_tail(unsigned sc);
+  bool carve_resident_tail(unsigned sc) {
+    // The active slab has no free objects here, so it is asleep (an awake
+    // slab holds free objects until taken): carving it, or switching away
+    // from it, strands nothing.  Resident pages in its tail go first: a
+    // slab left with such a tail would sleep on it while the class takes
+    // more memory.
+    ChunkMeta* m = active_[sc];
+    if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return false;
+    carve(m, sc);
+    return true;
+  }
   // An available slab, which becomes the active one.
-  bool take_available(unsigned sc, ChunkCache& cache);
+  bool take_available(unsigned sc, ChunkCache& cache) {
+    ChunkMeta* m = available_[sc].pop_front();
+    if (m == nullptr) return false;
+    if (m == spare_[sc]) forget_spare(sc, cache);
+    active_[sc] = m;
+    take(m, sc);
+    return true;
+  }
   // The active slab's tail, touching fresh pages only when no cached chunk
   // has resident ones (a slab on that chunk then becomes the active one); or
   // a new slab from `cache`.  False when memory runs out.
@@ -71,7 +94,7 @@ class SizeClassSlabs {
 
   // It woke (joins the available list unless active) or became empty (kept
   // as the class's spare within the reserve, else back to `cache`).
-  void on_state_change(ChunkMeta* m, ChunkCache& cache);
+  inline void on_state_change(ChunkMeta* m, ChunkCache& cache);
 
   // Lets go of everything not in use: the fast lists' objects go back to
   // their slabs, no class keeps an active slab or a spare, and every empty
@@ -83,8 +106,10 @@ class SizeClassSlabs {
 
  private:
   void start(ChunkMeta* m, unsigned sc);
-  void take(ChunkMeta* m, unsigned sc);
-  void carve(ChunkMeta* m, unsigned sc);
+  void take(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::take_free(m); }
+  // An awake slab other than the active one became empty.
+  void on_empty(ChunkMeta* m, ChunkCache& cache);
+  void carve(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::carve(m, fast_[sc]); }
   // Class `sc`'s spare is no longer one (taken for use, or released).
   void forget_spare(unsigned sc, ChunkCache& cache);
   void release(ChunkMeta* m, ChunkCache& cache);
@@ -96,5 +121,21 @@ class SizeClassSlabs {
   uint64_t slabs_ = 0;  // slabs owned
   const void* owner_;
 };
+
+void SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  // The active slab is never on the available list: refills look at it
+  // first.  Every other awake slab is.
+  bool active = m == active_[sc];
+  if (slab::is_asleep(m)) {
+    uint32_t in_use = slab::wake(m);
+    if (!active) available_[sc].push_front(m);
+    if (in_use != 0) return;
+  }
+  // Empty.  The active slab stays (`needed` 0: no free can reach it before
+  // it is taken again), so a class that empties and refills its slab does
+  // not thrash through the backend.
+  if (!active) on_empty(m, cache);
+}
 
 }  // namespace roost
