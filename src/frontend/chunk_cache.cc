@@ -15,7 +15,11 @@ ChunkCache::ShortageHook g_shortage_hook = nullptr;
 
 }  // namespace
 
-void ChunkCache::set_shortage_hook(ShortageHook hook) { g_shortage_hook = hook; }
+ChunkCache::ShortageHook ChunkCache::set_shortage_hook(ShortageHook hook) {
+  ShortageHook old = g_shortage_hook;
+  g_shortage_hook = hook;
+  return old;
+}
 
 void ChunkCache::add(ChunkMeta* m) {
   set_kind(m, ChunkKind::kCached);
@@ -44,6 +48,7 @@ ChunkMeta* ChunkCache::take_cached(unsigned order, bool resident_only) {
     for (ChunkMeta* m = lists_[j].head; m != nullptr; m = m->next) {
       if (resident_only && m->dirty_pages == 0) continue;
       remove(m);
+      set_kind(m, ChunkKind::kUnused);  // handed out
       chunks::split_out(m, order, [this](ChunkMeta* piece) { add(piece); });
       return m;
     }

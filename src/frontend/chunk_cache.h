@@ -31,9 +31,9 @@ class ChunkCache {
   // Called before an allocator takes fresh memory from the backend, when
   // nothing kept can serve it: a process-wide hook (the allocator pool's,
   // which lets a parked allocator give back what it no longer uses).  Set
-  // once at start-up.
+  // once at start-up; returns the hook it replaces.
   using ShortageHook = void (*)();
-  static void set_shortage_hook(ShortageHook hook);
+  static ShortageHook set_shortage_hook(ShortageHook hook);
 
   // An empty chunk of 2^order bytes (kind kUnused, its dirty extent set),
   // resident memory first; nullptr when the OS refuses memory.

@@ -11,16 +11,14 @@
 
 #include "backend/pagemap.h"
 #include "options.h"
+#include "scoped_option.h"
 
 using namespace roost;
 
 namespace {
-// Sets the purge delay for one test and puts the old value back after it,
-// however the test ends.
-struct ScopedPurgeDelay {
-  uint64_t saved = options::get(options::kPurgeDelayMs);
-  explicit ScopedPurgeDelay(uint64_t ms) { options::set(options::kPurgeDelayMs, ms); }
-  ~ScopedPurgeDelay() { options::set(options::kPurgeDelayMs, saved); }
+// The purge delay for one test.
+struct ScopedPurgeDelay : test::ScopedOption {
+  explicit ScopedPurgeDelay(uint64_t ms) : ScopedOption(options::kPurgeDelayMs, ms) {}
 };
 }  // namespace
 

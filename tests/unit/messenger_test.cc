@@ -1,0 +1,165 @@
+// Messenger (frontend/messenger.h), through allocators not bound to any
+// thread: frees of another allocator's objects wait in the outbox until it
+// is posted (or fills), go home in one batch per slab, are forwarded when
+// they reach an allocator whose id shares the owner's bucket bits, and are
+// counted on both sides.
+#include "frontend/messenger.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "backend/pagemap.h"
+#include "frontend/allocator.h"
+#include "scoped_option.h"
+
+using namespace roost;
+using test::ScopedOption;
+
+namespace {
+
+constexpr unsigned kClass = sizeclass::from_size(64);
+
+// An allocator for one test, reading the options in force when made.
+std::unique_ptr<Allocator> make(uint32_t id) {
+  EXPECT_TRUE(pagemap::init());
+  auto a = std::make_unique<Allocator>(id);
+  a->attach();
+  return a;
+}
+
+std::vector<void*> alloc_n(Allocator& a, size_t n) {
+  std::vector<void*> v;
+  for (size_t i = 0; i < n; i++) {
+    v.push_back(a.alloc(kClass));
+    EXPECT_NE(v.back(), nullptr);
+  }
+  return v;
+}
+
+void free_remote(Allocator& by, const std::vector<void*>& objects) {
+  for (void* p : objects) {
+    ChunkMeta* m = pagemap::lookup(p);
+    ASSERT_NE(m, nullptr);
+    ASSERT_FALSE(by.owns(m));
+    by.free_remote(m, p);
+  }
+}
+
+// Objects this allocator received for its own slabs (not forwarded).
+uint64_t delivered(const Allocator& a) {
+  return a.message_counters().messages_received - a.message_counters().messages_forwarded;
+}
+
+// Settles every allocator until a whole round moves nothing, then lets
+// each release what it holds.
+void settle_and_release(std::initializer_list<Allocator*> all) {
+  for (int round = 0; round < 16; round++) {
+    uint64_t moved = 0;
+    for (Allocator* a : all) moved += a->settle();
+    if (moved == 0) break;
+  }
+  for (Allocator* a : all) a->release_unused();
+}
+
+}  // namespace
+
+TEST(Messenger, RemoteFreesWaitUntilPostedThenGoHomeAsOneBatchPerSlab) {
+  ScopedOption outbox(options::kOutboxBytes, 64 << 10);
+  auto owner = make(1);
+  auto freer = make(2);
+  std::vector<void*> objects = alloc_n(*owner, 100);  // 6400 bytes: one slab
+  free_remote(*freer, objects);
+  const MessageCounters& sent = freer->message_counters();
+  EXPECT_EQ(sent.remote_frees, 100u);
+  // Below the outbox's limit nothing is posted.
+  EXPECT_EQ(sent.batches_sent, 0u);
+  EXPECT_FALSE(owner->visit_inbox());
+  EXPECT_EQ(freer->settle(), 0u);  // posts; nothing came to the freer
+  EXPECT_EQ(sent.batches_sent, 1u);  // one bucket, one exchange
+  EXPECT_EQ(sent.slab_batches_sent, config::kBatchIt ? 1u : 100u);
+  EXPECT_TRUE(owner->visit_inbox());
+  const MessageCounters& got = owner->message_counters();
+  EXPECT_EQ(got.messages_received, 100u);
+  EXPECT_EQ(got.slab_batches_received, sent.slab_batches_sent);
+  EXPECT_EQ(got.messages_forwarded, 0u);
+  EXPECT_EQ(got.inbox_drains, 1u);
+  // Home again: the owner hands the same objects out (after what its fast
+  // list still held from the last carve).
+  std::set<void*> before(objects.begin(), objects.end());
+  std::vector<void*> again = alloc_n(*owner, 200);
+  size_t reused = 0;
+  for (void* p : again) reused += before.count(p);
+  EXPECT_EQ(reused, 100u);
+  for (void* p : again) owner->free_local(pagemap::lookup(p), p);
+  settle_and_release({owner.get(), freer.get()});
+}
+
+TEST(Messenger, AFullOutboxIsPostedByTheFreeThatFillsIt) {
+  ScopedOption outbox(options::kOutboxBytes, 0);  // every free fills it
+  auto owner = make(1);
+  auto freer = make(2);
+  std::vector<void*> objects = alloc_n(*owner, 10);
+  free_remote(*freer, objects);
+  EXPECT_EQ(freer->message_counters().batches_sent, 10u);
+  EXPECT_TRUE(owner->visit_inbox());
+  EXPECT_EQ(owner->message_counters().messages_received, 10u);
+  settle_and_release({owner.get(), freer.get()});
+}
+
+TEST(Messenger, MessagesForAnIdSharingTheBucketBitsAreForwardedHome) {
+  static_assert(config::kBucketBits < 7, "ids 1 and 1 + 2^k share the first bucket bits");
+  uint32_t shared = 1u + (1u << config::kBucketBits);
+  auto x = make(1);
+  auto y = make(shared);
+  auto sender = make(0);
+  std::vector<void*> of_x = alloc_n(*x, 40);
+  std::vector<void*> of_y = alloc_n(*y, 40);
+  free_remote(*sender, of_x);
+  free_remote(*sender, of_y);
+  // Both owners' objects share one outbox bucket: it goes whole to the
+  // owner of one of them, which forwards the other's.
+  sender->settle();
+  EXPECT_EQ(sender->message_counters().batches_sent, 1u);
+  settle_and_release({x.get(), y.get(), sender.get()});
+  EXPECT_EQ(delivered(*x), 40u);
+  EXPECT_EQ(delivered(*y), 40u);
+  uint64_t forwarded =
+      x->message_counters().messages_forwarded + y->message_counters().messages_forwarded;
+  EXPECT_EQ(forwarded, 40u);
+  EXPECT_EQ(x->slab_count(), 0u);
+  EXPECT_EQ(y->slab_count(), 0u);
+}
+
+TEST(Messenger, AnObjectSentAloneArrivesAndIsCountedProcessWide) {
+  auto owner = make(3);
+  void* p = owner->alloc(kClass);
+  ASSERT_NE(p, nullptr);
+  MessageCounters before;
+  before.add(Messenger::alone_counters());
+  Messenger::send_alone(pagemap::lookup(p), p);
+  MessageCounters after;
+  after.add(Messenger::alone_counters());
+  EXPECT_EQ(after.remote_frees - before.remote_frees, 1u);
+  EXPECT_EQ(after.batches_sent - before.batches_sent, 1u);
+  EXPECT_EQ(after.slab_batches_sent - before.slab_batches_sent, 1u);
+  EXPECT_TRUE(owner->visit_inbox());
+  EXPECT_EQ(delivered(*owner), 1u);
+  settle_and_release({owner.get()});
+  EXPECT_EQ(owner->slab_count(), 0u);
+}
+
+TEST(Messenger, CountersAddUp) {
+  MessageCounters a, b;
+  a.remote_frees = 3;
+  a.inbox_drains = 1;
+  b.remote_frees = 4;
+  b.batchit_evictions = 2;
+  a.add(b);
+  EXPECT_EQ(a.remote_frees, 7u);
+  EXPECT_EQ(a.inbox_drains, 1u);
+  EXPECT_EQ(a.batchit_evictions, 2u);
+  EXPECT_EQ(b.remote_frees, 4u);
+}

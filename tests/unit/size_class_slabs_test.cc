@@ -1,0 +1,178 @@
+// SizeClassSlabs (frontend/size_class_slabs.h): one allocator's slabs by
+// size class.  Carving feeds the fast list from a new slab; freed objects
+// come back through the active slab; an emptied slab stays as the class's
+// spare within the reserve and is reused before fresh pages, or goes back
+// to the chunk cache; release_unused lets go of everything.
+#include "frontend/size_class_slabs.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "backend/chunk_allocator.h"
+#include "backend/pagemap.h"
+#include "frontend/slab.h"
+#include "scoped_option.h"
+
+using namespace roost;
+using test::ScopedOption;
+
+namespace {
+
+const int kOwner = 0;  // what the slabs under test name as their owner
+
+// The slabs and cache of a test, with everything given back at its end.
+// Memory released by earlier tests is purged first, so the slabs here start
+// on untouched pages.
+struct Fixture {
+  Fixture() {
+    EXPECT_TRUE(pagemap::init());
+    chunks::purge_all();
+  }
+  ~Fixture() {
+    slabs.release_unused(cache);
+    cache.trim(0);
+  }
+  // An object of class `sc`, refilling the fast list as the allocator
+  // does (less the inbox): the active slab's frees, its resident tail, an
+  // available slab, fresh memory.
+  void* alloc(unsigned sc) {
+    if (void* p = slabs.pop(sc)) return p;
+    if (slabs.take_from_active(sc) || slabs.carve_resident_tail(sc) ||
+        slabs.take_available(sc, cache) || slabs.carve_fresh(sc, cache))
+      return slabs.pop(sc);
+    return nullptr;
+  }
+  void free(void* p) {
+    ChunkMeta* m = pagemap::lookup(p);
+    ASSERT_NE(m, nullptr);
+    if (slab::return_object(m, p)) slabs.on_state_change(m, cache);
+  }
+  ChunkCache cache;
+  SizeClassSlabs slabs{&kOwner};
+};
+
+constexpr unsigned kClass1K = sizeclass::from_size(1024);
+const sizeclass::ClassInfo& kInfo1K = sizeclass::kInfo.info[kClass1K];
+
+}  // namespace
+
+TEST(SizeClassSlabs, EveryFastListSlotMapsBackToItsClass) {
+  SizeClassSlabs slabs{&kOwner};
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++)
+    EXPECT_EQ(slabs.class_of(slabs.fast_slot(sc)), sc);
+}
+
+TEST(SizeClassSlabs, ANewSlabIsCarvedOntoTheFastListACarveAtATime) {
+  Fixture f;
+  EXPECT_EQ(f.slabs.pop(kClass1K), nullptr);
+  EXPECT_EQ(f.slabs.slab_count(), 0u);
+  ASSERT_TRUE(f.slabs.carve_fresh(kClass1K, f.cache));
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+  std::vector<uintptr_t> got;
+  while (void* p = f.slabs.pop(kClass1K)) got.push_back(reinterpret_cast<uintptr_t>(p));
+  ASSERT_EQ(got.size(), kInfo1K.carve);
+  ChunkMeta* m = pagemap::lookup(reinterpret_cast<void*>(got[0]));
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->owner, &kOwner);
+  EXPECT_EQ(kind_of(m), ChunkKind::kSlab);
+  EXPECT_EQ(m->sizeclass, kClass1K);
+  // In address order from the slab's start, one object size apart.
+  for (size_t i = 0; i < got.size(); i++) {
+    EXPECT_EQ(got[i], m->base + i * kInfo1K.size);
+    EXPECT_EQ(pagemap::lookup(reinterpret_cast<void*>(got[i])), m);
+    EXPECT_TRUE(slab::is_object_start(m, reinterpret_cast<void*>(got[i])));
+  }
+  EXPECT_FALSE(slab::is_object_start(m, reinterpret_cast<void*>(got[0] + 16)));
+  for (uintptr_t p : got) f.free(reinterpret_cast<void*>(p));
+}
+
+TEST(SizeClassSlabs, FreedObjectsComeBackThroughTheActiveSlab) {
+  Fixture f;
+  std::set<void*> first;
+  for (uint32_t i = 0; i < kInfo1K.carve; i++) first.insert(f.alloc(kClass1K));
+  ASSERT_EQ(first.size(), kInfo1K.carve);
+  EXPECT_EQ(f.slabs.pop(kClass1K), nullptr);
+  EXPECT_FALSE(f.slabs.take_from_active(kClass1K));  // nothing freed yet
+  for (void* p : first) f.free(p);
+  ASSERT_TRUE(f.slabs.take_from_active(kClass1K));
+  std::set<void*> second;
+  while (void* p = f.slabs.pop(kClass1K)) second.insert(p);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+  for (void* p : second) f.free(p);
+}
+
+TEST(SizeClassSlabs, AnEmptiedSlabIsTheClassSpareAndServesBeforeFreshPages) {
+  ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
+  Fixture f;
+  // Slab A, filled; then the class moves on to slab B.
+  std::vector<void*> a;
+  for (uint32_t i = 0; i < kInfo1K.capacity; i++) a.push_back(f.alloc(kClass1K));
+  void* b_first = f.alloc(kClass1K);
+  ASSERT_NE(b_first, nullptr);
+  ChunkMeta* slab_a = pagemap::lookup(a[0]);
+  ASSERT_NE(pagemap::lookup(b_first), slab_a);
+  EXPECT_EQ(f.slabs.slab_count(), 2u);
+  // A empties: kept as the class's spare, not released.
+  for (void* p : a) f.free(p);
+  EXPECT_EQ(f.slabs.slab_count(), 2u);
+  EXPECT_EQ(slab_a->owner, &kOwner);
+  // B's fast list runs dry; B's tail is untouched, so the spare comes
+  // first, and its objects are A's.
+  std::vector<void*> b{b_first};
+  while (void* p = f.slabs.pop(kClass1K)) b.push_back(p);
+  void* next = f.alloc(kClass1K);
+  EXPECT_EQ(pagemap::lookup(next), slab_a);
+  f.free(next);
+  for (void* p : b) f.free(p);
+}
+
+TEST(SizeClassSlabs, WithoutAReserveAnEmptiedSlabGoesBackToTheCache) {
+  ScopedOption reserve(options::kSlabReserveBytes, 0);
+  ScopedOption no_purge(options::kPurgeDelayMs, 3600 * 1000);  // released stays dirty
+  Fixture f;
+  std::vector<void*> a;
+  for (uint32_t i = 0; i < kInfo1K.capacity; i++) a.push_back(f.alloc(kClass1K));
+  void* b_first = f.alloc(kClass1K);
+  ChunkMeta* slab_a = pagemap::lookup(a[0]);
+  EXPECT_EQ(f.slabs.slab_count(), 2u);
+  size_t dirty_before = chunks::dirty_bytes();
+  for (void* p : a) f.free(p);
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+  // Unmapped, and its written pages released (the reserve keeps nothing).
+  EXPECT_NE(pagemap::lookup(a[0]), slab_a);
+  EXPECT_GE(chunks::dirty_bytes(), dirty_before + kInfo1K.capacity * kInfo1K.size / 2);
+  f.free(b_first);
+}
+
+TEST(SizeClassSlabs, ReleaseUnusedLetsGoOfEverySlabWithNothingOut) {
+  ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
+  Fixture f;
+  // A class whose objects all came back: its slab has nothing out.
+  std::vector<void*> spent;
+  for (int i = 0; i < 10; i++) spent.push_back(f.alloc(3));
+  for (void* p : spent) f.free(p);
+  std::vector<void*> held;
+  for (unsigned sc : {0u, 5u, kClass1K}) {
+    for (int i = 0; i < 200; i++) {
+      void* p = f.alloc(sc);
+      ASSERT_NE(p, nullptr);
+      if (i % 50 == 0)
+        held.push_back(p);
+      else
+        f.free(p);
+    }
+  }
+  EXPECT_GE(f.slabs.slab_count(), 4u);
+  // Slabs with an object out stay; the others go, fast lists included.
+  EXPECT_TRUE(f.slabs.release_unused(f.cache));
+  std::set<ChunkMeta*> holding;
+  for (void* p : held) holding.insert(pagemap::lookup(p));
+  EXPECT_EQ(f.slabs.slab_count(), holding.size());
+  for (void* p : held) f.free(p);
+  f.slabs.release_unused(f.cache);
+  EXPECT_EQ(f.slabs.slab_count(), 0u);
+  for (void* p : held) EXPECT_EQ(pagemap::lookup(p), nullptr);
+}
