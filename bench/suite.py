@@ -6,14 +6,14 @@ swapped in with LD_PRELOAD: roost (build/<dir>/libroost.so), glibc (no
 preload) and the peers that bench/suitelib/peers.py provides (Debian's
 mimalloc, jemalloc, tcmalloc and tbbmalloc; snmalloc and mimalloc v2/v3 built
 from their Rust -sys crates), plus opt-in roost variants (roost-nobatchit,
-roost-secure, ...). Repetitions are interleaved: repetition 1
-runs every case under every allocator, then repetition 2, and so on, with the
-allocator order rotated each time, so a slow phase of a shared machine hits
-every allocator alike. The figure (a higher-is-better throughput) and the wall
-time come from the program's own report line, the peak RSS from os.wait4
-(ru_maxrss) of a subreaper-launched child. Every run must pass the program's
-own verification (verify=ok, exit 0) and report that malloc came from the
-expected shared object (malloc_from=).
+roost-noreserve; NAME@VAR=VALUE adds environment). Repetitions are
+interleaved: repetition 1 runs every case under every allocator, then
+repetition 2, and so on, with the allocator order rotated each time, so a slow
+phase of a shared machine hits every allocator alike. The figure (a higher-is-
+better throughput) and the wall time come from the program's own report line,
+the peak RSS from os.wait4 (ru_maxrss) of a subreaper-launched child. Every
+run must pass the program's own verification (verify=ok, exit 0) and report
+that malloc came from the expected shared object (malloc_from=).
 
 Prints Markdown tables on stdout (per case, per allocator: median figure with
 min-max, median peak RSS with min-max, ratios to the best; then each

@@ -21,7 +21,6 @@ VARIANTS = {
     "roost-noreserve": ("libroost.so", {"ROOST_SLAB_RESERVE": "0"},
                         "libroost.so with ROOST_SLAB_RESERVE=0 (no per-thread cache of "
                         "empty slabs)"),
-    "roost-secure": ("libroost-secure.so", {}, "the hardened build, libroost-secure.so"),
 }
 
 
