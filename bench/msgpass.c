@@ -51,12 +51,13 @@
 //         0 the kernel's; 1 paired: producer i and consumer i on CPU i mod n;
 //         2 split: producers on the first half of the CPUs, consumers on the
 //         rest. With more threads than cores the kernel's placement decides
-//         who shares a core, and with it the run time: on two cores, 2P/2C
-//         runs about 40 % longer when both producers share one (the
-//         consumers then keep up and spin, and the producers are the
-//         bottleneck) than when each core has a producer and a consumer.
-//         -a 1 and -a 2 fix the placement, so that repeated runs compare
-//         like with like (the suite's msgpass-paired and msgpass-split).
+//         who shares a core, and with it the run time: 2P/2C on two cores
+//         is slower when both producers share one (the consumers then keep
+//         up and spin, and the producers are the bottleneck) than when each
+//         core has a producer and a consumer (measured in
+//         docs/experiments/2026-11-22-msgpass-placement.md). -a 1 and -a 2
+//         fix the placement, so that repeated runs compare like with like
+//         (the suite's msgpass-paired and msgpass-split).
 // Each producer's choices come from its own splitmix64 stream with a fixed
 // seed, so every allocator sees the same sizes, batches and destinations.
 //
