@@ -1,7 +1,8 @@
 // bench/bench_common.h — what every benchmark program shares: the size
-// table, hashing, the clocks (BenchNow, and BenchClock: the workers' own clock
-// of a multithreaded run), peak RSS, option parsing and the report line's
-// common fields.
+// table, hashing, tagged objects (made by one thread, checked and freed by
+// another), the clocks (BenchNow, and BenchClock: the workers' own clock of a
+// multithreaded run), set-up (zeroed records, thread start), peak RSS, option
+// parsing and the report line's common fields.
 //
 // Owns: helpers for the C benchmark programs under bench/ (header-only,
 // static functions).  Must never: link anything but libc (and libdl), or
@@ -23,6 +24,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +78,91 @@ static inline uint64_t BenchLoad64(const void* p) {
 
 static inline void BenchStore64(void* p, uint64_t w) { __builtin_memcpy(p, &w, 8); }
 
+// Tagged objects, as prodcons, xmalloc and symmetric pass them between
+// threads: the thread that allocates an object writes its tag at offset 0, its
+// size at offset 8 and the tag again in its last 8 bytes (objects of at least
+// 24 bytes, so that the three do not overlap); the thread that frees it first
+// checks all three. A tag is a hash of a stream (the producing thread's id,
+// and in symmetric the round, in bits above any sequence number the stream
+// reaches), the object's sequence number within the stream and the program's
+// salt.
+typedef struct BenchTagging {
+  const char* prog;     // the program's name, for diagnostics
+  uint64_t salt;        // mixed into every tag
+  const size_t* sizes;  // the size table (kBenchSizeTable entries), all in [min, max]
+  size_t min, max;      // the size words a consumer accepts
+  // Names object `seq` of `stream` in a diagnostic ("producer 3 seq 17").
+  void (*describe)(char* buf, size_t len, uint64_t stream, uint64_t seq);
+} BenchTagging;
+
+static inline uint64_t BenchTag(const BenchTagging* t, uint64_t stream, uint64_t seq) {
+  return BenchMix(stream ^ seq ^ t->salt) | 1;
+}
+
+// The producer's loop: allocates n objects into objs[0..n), sizes from the
+// table starting at entry *idx (which advances), object i tagged with sequence
+// number first_seq + i of `stream`. Returns the sum of their tags. A failed
+// malloc is fatal (diagnostic, exit 1).
+static inline uint64_t BenchMakeTagged(const BenchTagging* t, void** objs, uint64_t n, size_t* idx,
+                                       uint64_t stream, uint64_t first_seq) {
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    size_t size = t->sizes[(*idx)++ & (kBenchSizeTable - 1)];
+    unsigned char* p = malloc(size);
+    if (p == NULL) {
+      fprintf(stderr, "%s: malloc(%zu) failed\n", t->prog, size);
+      exit(1);
+    }
+    uint64_t tag = BenchTag(t, stream, first_seq + i), sz = size;
+    BenchStore64(p, tag);
+    BenchStore64(p + 8, sz);
+    if (size >= 24) BenchStore64(p + size - 8, tag);
+    sum += tag;
+    objs[i] = p;
+  }
+  return sum;
+}
+
+// The consumer's loop: checks the objects BenchMakeTagged made into
+// objs[0..n) with the same stream and first sequence number, and frees them.
+// An object whose size word is outside [min, max] is leaked (its size cannot
+// be trusted), one with a wrong tag is freed. Adds the damaged ones to *bad
+// (the first three of a counter get a diagnostic on stderr) and the tags of
+// those freed to *tag_sum; returns how many were freed.
+static inline uint64_t BenchFreeTagged(const BenchTagging* t, void* const* objs, uint64_t n,
+                                       uint64_t stream, uint64_t first_seq, uint64_t* tag_sum,
+                                       uint64_t* bad) {
+  uint64_t freed = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    unsigned char* p = objs[i];
+    uint64_t want = BenchTag(t, stream, first_seq + i), tag, sz, tail;
+    char who[64];
+    tag = BenchLoad64(p);
+    sz = BenchLoad64(p + 8);
+    if (sz < t->min || sz > t->max) {
+      if (++*bad <= 3) {
+        t->describe(who, sizeof who, stream, first_seq + i);
+        fprintf(stderr, "%s: object %p (%s): size word %llu\n", t->prog, (void*)p, who,
+                (unsigned long long)sz);
+      }
+      continue;  // leak it: its size cannot be trusted
+    }
+    tail = want;
+    if (sz >= 24) tail = BenchLoad64(p + sz - 8);
+    if (tag != want || tail != want) {
+      if (++*bad <= 3) {
+        t->describe(who, sizeof who, stream, first_seq + i);
+        fprintf(stderr, "%s: object %p (%s): tag %llx tail %llx, want %llx\n", t->prog, (void*)p,
+                who, (unsigned long long)tag, (unsigned long long)tail, (unsigned long long)want);
+      }
+    }
+    *tag_sum += tag;
+    freed++;
+    free(p);
+  }
+  return freed;
+}
+
 // Monotonic seconds.
 static inline double BenchNow(void) {
   struct timespec ts;
@@ -125,6 +212,30 @@ static inline void BenchClockStop(BenchClock* c) {
 static inline double BenchClockSeconds(BenchClock* c) {
   uint64_t start = atomic_load(&c->start_ns), end = atomic_load(&c->end_ns);
   return start != 0 && end > start ? (double)(end - start) * 1e-9 : 0.0;
+}
+
+// Set-up memory for per-thread records: `bytes` rounded up to a multiple of
+// `align` (64: a cache line, so that no two threads' records share one),
+// aligned to it and zeroed. Running out is fatal ("<prog>: out of memory
+// setting up", exit 1).
+static inline void* BenchAllocZeroed(const char* prog, size_t align, size_t bytes) {
+  bytes = (bytes + align - 1) / align * align;
+  void* p = aligned_alloc(align, bytes);
+  if (p == NULL) {
+    fprintf(stderr, "%s: out of memory setting up\n", prog);
+    exit(1);
+  }
+  return memset(p, 0, bytes);
+}
+
+// pthread_create, for which failure is fatal ("<prog>: pthread_create failed",
+// exit 1).
+static inline void BenchSpawn(const char* prog, pthread_t* tid, const pthread_attr_t* attr,
+                              void* (*fn)(void*), void* arg) {
+  if (pthread_create(tid, attr, fn, arg) != 0) {
+    fprintf(stderr, "%s: pthread_create failed\n", prog);
+    exit(1);
+  }
 }
 
 // Peak resident set of this process's address space (VmHWM), in KiB, or -1.

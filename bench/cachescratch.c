@@ -47,117 +47,22 @@
 // then the common tail (vmhwm_kib, malloc_from, verify). The allocator under
 // test is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
-#include <pthread.h>
-
 #include "false_sharing.h"
 
-typedef struct Thread {
-  _Alignas(64) unsigned id;
-  unsigned char* initial;  // given by the main thread, freed first
-  uint64_t freed, bad_bytes, reused;
-  pthread_t tid;
-} Thread;
-
-static struct {
-  unsigned threads;
-  uint64_t iters, writes;
-  size_t size;
-  Thread* t;
-  pthread_barrier_t start;
-  BenchClock clock;
-} g;
-
-static unsigned char InitialByte(unsigned thread, size_t b) {
-  return (unsigned char)(thread * 7 + b * 13 + 0x5a);
-}
-
-static void* Worker(void* arg) {
-  Thread* self = arg;
-  const size_t size = g.size;
-  uint64_t freed = 0, bad = 0, reused = 0;
-  pthread_barrier_wait(&g.start);
-  BenchClockStart(&g.clock);
-
-  uintptr_t initial = (uintptr_t)self->initial;
-  for (size_t b = 0; b < size; b++) bad += self->initial[b] != InitialByte(self->id, b);
-  free(self->initial);
-  freed++;
-
-  uintptr_t first = 0;
-  freed += HammerObjects("cachescratch", self->id, size, g.iters, g.writes, &first, &bad);
-  reused = first == initial;
-  BenchClockStop(&g.clock);
-  self->freed = freed;
-  self->bad_bytes = bad;
-  self->reused = reused;
-  return NULL;
-}
-
-int main(int argc, char** argv) {
-  uint64_t t, iters, w, s;
-  if (ParseFalseSharingOptions("cachescratch", argc, argv, &t, &iters, &w, &s) != 0) return 2;
-  g.threads = (unsigned)t;
-  g.iters = iters;
-  g.writes = w;
-  g.size = (size_t)s;
-
-  g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
-  if (g.t == NULL) {
-    fprintf(stderr, "cachescratch: out of memory setting up\n");
-    return 1;
-  }
-  memset(g.t, 0, sizeof(Thread) * g.threads);
-  // The initial objects, back to back and nothing else allocated in between.
-  for (unsigned i = 0; i < g.threads; i++) {
-    g.t[i].id = i;
-    g.t[i].initial = malloc(g.size);
-    if (g.t[i].initial == NULL) {
-      fprintf(stderr, "cachescratch: out of memory setting up\n");
-      return 1;
-    }
-  }
+// initial_span: bytes from the lowest initial object to the end of the
+// highest; reused_initial: threads whose first loop object had the address of
+// the initial object they had just freed.
+static void Facts(char* buf, size_t len) {
   uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (unsigned i = 0; i < g.threads; i++) {
-    for (size_t b = 0; b < g.size; b++) g.t[i].initial[b] = InitialByte(i, b);
-    uintptr_t a = (uintptr_t)g.t[i].initial;
+  uint64_t reused = 0;
+  for (unsigned i = 0; i < fs.threads; i++) {
+    uintptr_t a = fs.t[i].initial_addr;
     if (a < lo) lo = a;
-    if (a + g.size > hi) hi = a + g.size;
+    if (a + fs.size > hi) hi = a + fs.size;
+    reused += fs.t[i].first == a;
   }
-  pthread_barrier_init(&g.start, NULL, g.threads + 1);
-  for (unsigned i = 0; i < g.threads; i++) {
-    if (pthread_create(&g.t[i].tid, NULL, Worker, &g.t[i]) != 0) {
-      fprintf(stderr, "cachescratch: pthread_create failed\n");
-      return 1;
-    }
-  }
-  pthread_barrier_wait(&g.start);
-  for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  double secs = BenchClockSeconds(&g.clock);
-
-  int ok = 1;
-  uint64_t bad = 0, reused = 0;
-  for (unsigned i = 0; i < g.threads; i++) {
-    if (g.t[i].freed != g.iters + 1) {
-      fprintf(stderr, "cachescratch: thread %u freed %llu objects, want %llu\n", i,
-              (unsigned long long)g.t[i].freed, (unsigned long long)(g.iters + 1));
-      ok = 0;
-    }
-    bad += g.t[i].bad_bytes;
-    reused += g.t[i].reused;
-  }
-  if (bad != 0) {
-    fprintf(stderr, "cachescratch: %llu bytes held a wrong value\n", (unsigned long long)bad);
-    ok = 0;
-  }
-
-  uint64_t writes = (uint64_t)g.threads * g.iters * g.size * g.writes;
-  free(g.t);
-  printf(
-      "bench=cachescratch threads=%u iterations=%llu writes_per_byte=%llu size=%zu "
-      "writes=%llu seconds=%.6f writes_per_sec=%.0f initial_span=%llu reused_initial=%llu",
-      g.threads, (unsigned long long)g.iters, (unsigned long long)g.writes, g.size,
-      (unsigned long long)writes, secs, (double)writes / secs, (unsigned long long)(hi - lo),
-      (unsigned long long)reused);
-  BenchReportTail(ok);
-  return ok ? 0 : 1;
+  snprintf(buf, len, " initial_span=%llu reused_initial=%llu", (unsigned long long)(hi - lo),
+           (unsigned long long)reused);
 }
+
+int main(int argc, char** argv) { return FalseSharingMain("cachescratch", 1, Facts, argc, argv); }

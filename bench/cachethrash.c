@@ -42,93 +42,21 @@
 // the common tail (vmhwm_kib, malloc_from, verify). The allocator under test
 // is swapped with LD_PRELOAD.
 #define _GNU_SOURCE
-#include <pthread.h>
-
 #include "false_sharing.h"
 
-typedef struct Thread {
-  _Alignas(64) unsigned id;
-  uintptr_t first;  // address of its first object
-  uint64_t freed, bad_bytes;
-  pthread_t tid;
-} Thread;
-
-static struct {
-  unsigned threads;
-  uint64_t iters, writes;
-  size_t size;
-  Thread* t;
-  pthread_barrier_t start;
-  BenchClock clock;
-} g;
-
-static void* Worker(void* arg) {
-  Thread* self = arg;
-  const size_t size = g.size;
-  uint64_t freed = 0, bad = 0;
-  pthread_barrier_wait(&g.start);
-  BenchClockStart(&g.clock);
-  freed += HammerObjects("cachethrash", self->id, size, g.iters, g.writes, &self->first, &bad);
-  BenchClockStop(&g.clock);
-  self->freed = freed;
-  self->bad_bytes = bad;
-  return NULL;
-}
-
-int main(int argc, char** argv) {
-  uint64_t t, iters, w, s;
-  if (ParseFalseSharingOptions("cachethrash", argc, argv, &t, &iters, &w, &s) != 0) return 2;
-  g.threads = (unsigned)t;
-  g.iters = iters;
-  g.writes = w;
-  g.size = (size_t)s;
-
-  g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
-  if (g.t == NULL) {
-    fprintf(stderr, "cachethrash: out of memory setting up\n");
-    return 1;
-  }
-  memset(g.t, 0, sizeof(Thread) * g.threads);
-  for (unsigned i = 0; i < g.threads; i++) g.t[i].id = i;
-  pthread_barrier_init(&g.start, NULL, g.threads + 1);
-  for (unsigned i = 0; i < g.threads; i++) {
-    if (pthread_create(&g.t[i].tid, NULL, Worker, &g.t[i]) != 0) {
-      fprintf(stderr, "cachethrash: pthread_create failed\n");
-      return 1;
-    }
-  }
-  pthread_barrier_wait(&g.start);
-  for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);
-  double secs = BenchClockSeconds(&g.clock);
-
-  int ok = 1;
-  uint64_t bad = 0, shared = 0;
-  for (unsigned i = 0; i < g.threads; i++) {
-    if (g.t[i].freed != g.iters) {
-      fprintf(stderr, "cachethrash: thread %u freed %llu objects, want %llu\n", i,
-              (unsigned long long)g.t[i].freed, (unsigned long long)g.iters);
-      ok = 0;
-    }
-    bad += g.t[i].bad_bytes;
-    for (unsigned j = 0; j < g.threads; j++) {
-      if (j != i && (g.t[j].first >> 6) == (g.t[i].first >> 6)) {
+// shared_lines: threads whose first object lies on a 64-byte cache line that
+// also holds another thread's first object.
+static void Facts(char* buf, size_t len) {
+  uint64_t shared = 0;
+  for (unsigned i = 0; i < fs.threads; i++) {
+    for (unsigned j = 0; j < fs.threads; j++) {
+      if (j != i && (fs.t[j].first >> 6) == (fs.t[i].first >> 6)) {
         shared++;
         break;
       }
     }
   }
-  if (bad != 0) {
-    fprintf(stderr, "cachethrash: %llu bytes held a wrong value\n", (unsigned long long)bad);
-    ok = 0;
-  }
-
-  uint64_t writes = (uint64_t)g.threads * g.iters * g.size * g.writes;
-  free(g.t);
-  printf(
-      "bench=cachethrash threads=%u iterations=%llu writes_per_byte=%llu size=%zu writes=%llu "
-      "seconds=%.6f writes_per_sec=%.0f shared_lines=%llu",
-      g.threads, (unsigned long long)g.iters, (unsigned long long)g.writes, g.size,
-      (unsigned long long)writes, secs, (double)writes / secs, (unsigned long long)shared);
-  BenchReportTail(ok);
-  return ok ? 0 : 1;
+  snprintf(buf, len, " shared_lines=%llu", (unsigned long long)shared);
 }
+
+int main(int argc, char** argv) { return FalseSharingMain("cachethrash", 0, Facts, argc, argv); }

@@ -23,15 +23,16 @@
 // Output (stdout, one line): the parameters, the shared object that provides
 // `malloc` (so a runner can check that a preload took effect) and a checksum.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_common.h"  // the size table and BenchMallocFrom; nothing of it runs in the loop
+
 enum {
-  kTableSize = 4096,  // power of two: the loop indexes it with i & (kTableSize - 1)
+  kTableSize = kBenchSizeTable,  // power of two: the loop indexes it with i & (kTableSize - 1)
   kWarmupPairs = 4 * kTableSize,
 };
 
@@ -49,24 +50,6 @@ __attribute__((noinline)) static void* NoopMalloc(size_t n) {
   return g_noop_object;
 }
 __attribute__((noinline)) static void NoopFree(void* p) { __asm__ __volatile__("" : : "r"(p)); }
-
-// splitmix64: cheap, deterministic, and good enough to spread sizes.
-static uint64_t NextRandom(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// Fills the table: every entry `lo` when lo == hi, else uniform in [lo, hi].
-// The seed is fixed, so every run (and every allocator) sees the same table.
-static void BuildTable(size_t lo, size_t hi) {
-  uint64_t state = 0x726f6f7374ULL;
-  uint64_t span = (uint64_t)(hi - lo) + 1;
-  for (size_t i = 0; i < kTableSize; i++) {
-    g_sizes[i] = lo == hi ? lo : lo + (size_t)(NextRandom(&state) % span);
-  }
-}
 
 // The pairs themselves. noinline so the same code runs in the warm-up and the
 // measured loop; the function pointers are hidden from the optimiser (and the
@@ -147,7 +130,7 @@ int main(int argc, char** argv) {
 
   MallocFn m = noop ? NoopMalloc : malloc;
   FreeFn f = noop ? NoopFree : free;
-  BuildTable((size_t)lo, (size_t)hi);
+  BenchBuildSizeTable(g_sizes, (size_t)lo, (size_t)hi);  // fixed seed: the same in every run
 
   // Warm-up: the first allocations of each size class take slow paths (new
   // slab, thread set-up, lazy initialisation). They are the same in every run
@@ -167,14 +150,7 @@ int main(int argc, char** argv) {
 
   // Which object provides malloc: the first definition in global lookup order,
   // i.e. the LD_PRELOAD library if one is in effect.
-  const char* provider = "unknown";
-  Dl_info info;
-  void* sym = dlsym(RTLD_DEFAULT, "malloc");
-  if (noop) {
-    provider = "noop";
-  } else if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) {
-    provider = info.dli_fname;
-  }
+  const char* provider = noop ? "noop" : BenchMallocFrom();
   printf("mode=%s lo=%llu hi=%llu window=%llu iters=%llu malloc_from=%s checksum=%lx\n", argv[1],
          lo, hi, window, iters, provider, (unsigned long)(acc & 0xffff));
   return 0;

@@ -188,12 +188,7 @@ int main(int argc, char** argv) {
   g.max_size = (size_t)hi;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
 
-  g.c = aligned_alloc(64, ((sizeof(Chain) * g.chains + 63) / 64) * 64);
-  if (g.c == NULL) {
-    fprintf(stderr, "larson: out of memory setting up\n");
-    return 1;
-  }
-  memset(g.c, 0, sizeof(Chain) * g.chains);
+  g.c = BenchAllocZeroed("larson", 64, sizeof(Chain) * g.chains);
   for (unsigned i = 0; i < g.chains; i++) {
     g.c[i].id = i;
     g.c[i].rng.state = BenchMix(0x6c6172ULL + i);
@@ -210,10 +205,7 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g.start, NULL, g.chains + 1);
   for (unsigned i = 0; i < g.chains; i++) {
     pthread_t tid;
-    if (pthread_create(&tid, &g.detached, Worker, &g.c[i]) != 0) {
-      fprintf(stderr, "larson: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("larson", &tid, &g.detached, Worker, &g.c[i]);
   }
   pthread_barrier_wait(&g.start);
   pthread_mutex_lock(&g.lock);

@@ -51,12 +51,13 @@
 //         0 the kernel's; 1 paired: producer i and consumer i on CPU i mod n;
 //         2 split: producers on the first half of the CPUs, consumers on the
 //         rest. With more threads than cores the kernel's placement decides
-//         who shares a core, and with it the run time: on two cores, 2P/2C
-//         runs about 40 % longer when both producers share one (the
-//         consumers then keep up and spin, and the producers are the
-//         bottleneck) than when each core has a producer and a consumer.
-//         -a 1 and -a 2 fix the placement, so that repeated runs compare
-//         like with like (the suite's msgpass-paired and msgpass-split).
+//         who shares a core, and with it the run time: 2P/2C on two cores
+//         is slower when both producers share one (the consumers then keep
+//         up and spin, and the producers are the bottleneck) than when each
+//         core has a producer and a consumer (measured in
+//         docs/experiments/2026-11-22-msgpass-placement.md). -a 1 and -a 2
+//         fix the placement, so that repeated runs compare like with like
+//         (the suite's msgpass-paired and msgpass-split).
 // Each producer's choices come from its own splitmix64 stream with a fixed
 // seed, so every allocator sees the same sizes, batches and destinations.
 //
@@ -350,16 +351,6 @@ static int Usage(const char* argv0) {
   return 2;
 }
 
-static void* AllocZeroed(size_t align, size_t bytes) {
-  bytes = (bytes + align - 1) / align * align;
-  void* p = aligned_alloc(align, bytes);
-  if (p == NULL) {
-    fprintf(stderr, "msgpass: out of memory setting up\n");
-    exit(1);
-  }
-  return memset(p, 0, bytes);
-}
-
 int main(int argc, char** argv) {
   uint64_t p = 1, c = 1, n = 5000000, limit = 4096, max_batch = 16, placement = 0;
   const BenchOption opts[] = {{"-p", &p},     {"-c", &c},         {"-n", &n},
@@ -384,15 +375,15 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  g.p = AllocZeroed(64, sizeof(Producer) * g.producers);
-  g.c = AllocZeroed(64, sizeof(Consumer) * g.consumers);
+  g.p = BenchAllocZeroed("msgpass", 64, sizeof(Producer) * g.producers);
+  g.c = BenchAllocZeroed("msgpass", 64, sizeof(Consumer) * g.consumers);
   for (unsigned j = 0; j < g.consumers; j++) {
     Consumer* cj = &g.c[j];
     atomic_init(&cj->inbox, NULL);
     atomic_init(&cj->sleeping, 0);
     pthread_mutex_init(&cj->lock, NULL);
     pthread_cond_init(&cj->wake, NULL);
-    cj->per_producer = AllocZeroed(64, sizeof(uint64_t) * g.producers);
+    cj->per_producer = BenchAllocZeroed("msgpass", 64, sizeof(uint64_t) * g.producers);
   }
   atomic_init(&g.in_flight, 0);
   atomic_init(&g.budget_waiters, 0);
@@ -402,16 +393,10 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g.start, NULL, g.producers + g.consumers + 1);
 
   for (unsigned j = 0; j < g.consumers; j++) {
-    if (pthread_create(&g.c[j].tid, NULL, ConsumerMain, &g.c[j]) != 0) {
-      fprintf(stderr, "msgpass: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("msgpass", &g.c[j].tid, NULL, ConsumerMain, &g.c[j]);
   }
   for (unsigned i = 0; i < g.producers; i++) {
-    if (pthread_create(&g.p[i].tid, NULL, ProducerMain, &g.p[i]) != 0) {
-      fprintf(stderr, "msgpass: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("msgpass", &g.p[i].tid, NULL, ProducerMain, &g.p[i]);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.producers; i++) pthread_join(g.p[i].tid, NULL);

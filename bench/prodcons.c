@@ -64,6 +64,7 @@ static struct {
   uint64_t per_producer;
   size_t min_size, max_size, batch;
   size_t pool;
+  BenchTagging tagging;
   size_t sizes[kBenchSizeTable];
 
   pthread_mutex_t lock;
@@ -84,8 +85,11 @@ typedef struct ConsumerResult {
   uint64_t per_producer[256];
 } ConsumerResult;
 
-static uint64_t Tag(uint32_t producer, uint64_t seq) {
-  return BenchMix(((uint64_t)producer << 48) ^ seq ^ 0x70726f64636f6e73ULL) | 1;
+// A producer's objects are one stream of tagged objects (bench_common.h).
+static uint64_t Stream(uint32_t producer) { return (uint64_t)producer << 48; }
+
+static void Describe(char* buf, size_t len, uint64_t stream, uint64_t seq) {
+  snprintf(buf, len, "producer %u seq %llu", (unsigned)(stream >> 48), (unsigned long long)seq);
 }
 
 static void QueuePush(Queue* q, Batch* b) {
@@ -141,20 +145,8 @@ static void* Producer(void* arg) {
     b->producer = id;
     b->first_seq = seq;
     b->count = (uint32_t)n;
-    for (uint64_t i = 0; i < n; i++, seq++) {
-      size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
-      unsigned char* p = malloc(size);
-      if (p == NULL) {
-        fprintf(stderr, "prodcons: malloc(%zu) failed\n", size);
-        exit(1);
-      }
-      uint64_t tag = Tag(id, seq), sz = size;
-      BenchStore64(p, tag);
-      BenchStore64(p + 8, sz);
-      if (size >= 24) BenchStore64(p + size - 8, tag);
-      sum += tag;
-      b->objs[i] = p;
-    }
+    sum += BenchMakeTagged(&g.tagging, b->objs, n, &idx, Stream(id), seq);
+    seq += n;
     pthread_mutex_lock(&g.lock);
     QueuePush(&g.full, b);
     if (g.full.len > g.peak_full) g.peak_full = g.full.len;
@@ -176,34 +168,8 @@ static void* Consumer(void* arg) {
   for (;;) {
     Batch* b = Take(&g.full, &g.have_full, &g.sleeping_consumers, 1);
     if (b == NULL) break;
-    for (uint32_t i = 0; i < b->count; i++) {
-      unsigned char* p = b->objs[i];
-      uint64_t want = Tag(b->producer, b->first_seq + i), tag, sz, tail;
-      tag = BenchLoad64(p);
-      sz = BenchLoad64(p + 8);
-      if (sz < g.min_size || sz > g.max_size) {
-        r->bad++;
-        if (r->bad <= 3) {
-          fprintf(stderr, "prodcons: object %p (producer %u seq %llu): size word %llu\n", p,
-                  b->producer, (unsigned long long)(b->first_seq + i), (unsigned long long)sz);
-        }
-        continue;  // leak it: its size cannot be trusted
-      }
-      tail = want;
-      if (sz >= 24) tail = BenchLoad64(p + sz - 8);
-      if (tag != want || tail != want) {
-        r->bad++;
-        if (r->bad <= 3) {
-          fprintf(stderr,
-                  "prodcons: object %p (producer %u seq %llu): tag %llx tail %llx, want %llx\n", p,
-                  b->producer, (unsigned long long)(b->first_seq + i), (unsigned long long)tag,
-                  (unsigned long long)tail, (unsigned long long)want);
-        }
-      }
-      r->tag_sum += tag;
-      r->per_producer[b->producer]++;
-      free(p);
-    }
+    r->per_producer[b->producer] += BenchFreeTagged(
+        &g.tagging, b->objs, b->count, Stream(b->producer), b->first_seq, &r->tag_sum, &r->bad);
     pthread_mutex_lock(&g.lock);
     QueuePush(&g.empty, b);
     if (g.sleeping_producers) pthread_cond_signal(&g.have_empty);
@@ -243,6 +209,8 @@ int main(int argc, char** argv) {
   // Every producer needs a buffer to fill, so the pool is at least P + 1.
   g.pool = (size_t)pool < g.producers + 1 ? g.producers + 1 : (size_t)pool;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
+  g.tagging =
+      (BenchTagging){"prodcons", 0x70726f64636f6e73ULL, g.sizes, g.min_size, g.max_size, Describe};
 
   pthread_mutex_init(&g.lock, NULL);
   pthread_cond_init(&g.have_empty, NULL);
@@ -267,16 +235,10 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g.start, NULL, g.producers + g.consumers + 1);
 
   for (unsigned i = 0; i < g.consumers; i++) {
-    if (pthread_create(&threads[g.producers + i], NULL, Consumer, &results[i]) != 0) {
-      fprintf(stderr, "prodcons: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("prodcons", &threads[g.producers + i], NULL, Consumer, &results[i]);
   }
   for (unsigned i = 0; i < g.producers; i++) {
-    if (pthread_create(&threads[i], NULL, Producer, (void*)(uintptr_t)i) != 0) {
-      fprintf(stderr, "prodcons: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("prodcons", &threads[i], NULL, Producer, (void*)(uintptr_t)i);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.producers + g.consumers; i++) pthread_join(threads[i], NULL);

@@ -276,10 +276,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_init(&g.start, NULL, g.threads + 1);
   for (unsigned i = 0; i < g.threads; i++) {
-    if (pthread_create(&tids[i], NULL, Run, &g.t[i]) != 0) {
-      fprintf(stderr, "realloc: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("realloc", &tids[i], NULL, Run, &g.t[i]);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(tids[i], NULL);

@@ -3,17 +3,17 @@
 
 Runs the workload programs (build/<dir>/bench/bench_*) under every allocator,
 swapped in with LD_PRELOAD: roost (build/<dir>/libroost.so), glibc (no
-preload) and the peers that bench/peers.py provides (Debian's mimalloc,
-jemalloc, tcmalloc and tbbmalloc; snmalloc and mimalloc v2/v3 built from their
-Rust -sys crates), plus opt-in roost variants (roost-nobatchit, roost-secure,
-...). Repetitions are interleaved: repetition 1 runs every case under every
-allocator, then repetition 2, and so on, with the allocator order rotated each
-time, so a slow phase of a shared machine hits every allocator alike. The
-figure (a higher-is-better throughput) and the wall time come from the
-program's own report line, the peak RSS from os.wait4 (ru_maxrss) of a
-subreaper-launched child. Every run must pass the program's own verification
-(verify=ok, exit 0) and report that malloc came from the expected shared
-object (malloc_from=).
+preload) and the peers that bench/suitelib/peers.py provides (Debian's
+mimalloc, jemalloc, tcmalloc and tbbmalloc; snmalloc and mimalloc v2/v3 built
+from their Rust -sys crates), plus opt-in roost variants (roost-nobatchit,
+roost-noreserve; NAME@VAR=VALUE adds environment). Repetitions are
+interleaved: repetition 1 runs every case under every allocator, then
+repetition 2, and so on, with the allocator order rotated each time, so a slow
+phase of a shared machine hits every allocator alike. The figure (a higher-is-
+better throughput) and the wall time come from the program's own report line,
+the peak RSS from os.wait4 (ru_maxrss) of a subreaper-launched child. Every
+run must pass the program's own verification (verify=ok, exit 0) and report
+that malloc came from the expected shared object (malloc_from=).
 
 Prints Markdown tables on stdout (per case, per allocator: median figure with
 min-max, median peak RSS with min-max, ratios to the best; then each
@@ -30,13 +30,10 @@ This file is the command; the code is the package bench/suitelib/ (its
 __init__.py lists the modules).
 """
 
-import os
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ under bench/
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from suitelib.cli import main  # noqa: E402
+from suitelib.cli import main  # noqa: E402  (bench/ is on the path: this script's folder)
 
-if __name__ == "__main__":
-    sys.exit(main())
+sys.exit(main())

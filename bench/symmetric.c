@@ -62,14 +62,22 @@ static struct {
   unsigned threads;
   uint64_t rounds;
   size_t min_size, max_size, batch;
+  BenchTagging tagging;
   size_t sizes[kBenchSizeTable];
   Thread* t;
   pthread_barrier_t start;
   BenchClock clock;
 } g;
 
-static uint64_t Tag(uint32_t from, uint64_t round, uint64_t i) {
-  return BenchMix(((uint64_t)from << 48) ^ (round << 20) ^ i ^ 0x73796d6d6574ULL) | 1;
+// A batch is a stream of tagged objects (bench_common.h) named by the thread
+// that allocated it and the round (< 2^28), its objects numbered from 0 (< 2^20).
+static uint64_t Stream(unsigned from, uint64_t round) {
+  return ((uint64_t)from << 48) ^ (round << 20);
+}
+
+static void Describe(char* buf, size_t len, uint64_t stream, uint64_t seq) {
+  snprintf(buf, len, "thread %u round %llu #%llu", (unsigned)(stream >> 48),
+           (unsigned long long)((stream >> 20) & ((1ull << 28) - 1)), (unsigned long long)seq);
 }
 
 // Round-robin tournament (circle method) over n = T rounded up to even
@@ -115,21 +123,7 @@ static void* Worker(void* arg) {
     // Our previous batch must have been taken before the buffer is refilled.
     unsigned spins = 0;
     while (atomic_load_explicit(&self->slot, memory_order_acquire) != 0) Wait(&spins);
-    void** out = self->out;
-    for (size_t i = 0; i < g.batch; i++) {
-      size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
-      unsigned char* p = malloc(size);
-      if (p == NULL) {
-        fprintf(stderr, "symmetric: malloc(%zu) failed\n", size);
-        exit(1);
-      }
-      uint64_t tag = Tag(me, r, i), sz = size;
-      BenchStore64(p, tag);
-      BenchStore64(p + 8, sz);
-      if (size >= 24) BenchStore64(p + size - 8, tag);
-      self->sent_sum += tag;
-      out[i] = p;
-    }
+    self->sent_sum += BenchMakeTagged(&g.tagging, self->out, g.batch, &idx, Stream(me, r), 0);
     atomic_store_explicit(&self->slot, Offer(r, (unsigned)partner), memory_order_release);
 
     // Take the partner's batch for this round (its slot may still hold the
@@ -140,33 +134,8 @@ static void* Worker(void* arg) {
     memcpy(self->in, other->out, g.batch * sizeof(void*));
     atomic_store_explicit(&other->slot, 0, memory_order_release);
 
-    for (size_t i = 0; i < g.batch; i++) {
-      unsigned char* p = self->in[i];
-      uint64_t want = Tag((uint32_t)partner, r, i), tag, sz, tail;
-      tag = BenchLoad64(p);
-      sz = BenchLoad64(p + 8);
-      if (sz < g.min_size || sz > g.max_size) {
-        if (++self->bad <= 3) {
-          fprintf(stderr, "symmetric: object %p (thread %d round %llu #%zu): size word %llu\n", p,
-                  partner, (unsigned long long)r, i, (unsigned long long)sz);
-        }
-        continue;  // leak it: its size cannot be trusted
-      }
-      tail = want;
-      if (sz >= 24) tail = BenchLoad64(p + sz - 8);
-      if (tag != want || tail != want) {
-        if (++self->bad <= 3) {
-          fprintf(
-              stderr,
-              "symmetric: object %p (thread %d round %llu #%zu): tag %llx tail %llx, want %llx\n",
-              p, partner, (unsigned long long)r, i, (unsigned long long)tag,
-              (unsigned long long)tail, (unsigned long long)want);
-        }
-      }
-      self->recv_sum += tag;
-      self->received++;
-      free(p);
-    }
+    self->received += BenchFreeTagged(&g.tagging, self->in, g.batch, Stream((unsigned)partner, r),
+                                      0, &self->recv_sum, &self->bad);
   }
   BenchClockStop(&g.clock);
   return NULL;
@@ -199,13 +168,10 @@ int main(int argc, char** argv) {
   g.min_size = (size_t)lo;
   g.max_size = (size_t)hi;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
+  g.tagging =
+      (BenchTagging){"symmetric", 0x73796d6d6574ULL, g.sizes, g.min_size, g.max_size, Describe};
 
-  g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
-  if (g.t == NULL) {
-    fprintf(stderr, "symmetric: out of memory setting up\n");
-    return 1;
-  }
-  memset(g.t, 0, sizeof(Thread) * g.threads);
+  g.t = BenchAllocZeroed("symmetric", 64, sizeof(Thread) * g.threads);
   for (unsigned i = 0; i < g.threads; i++) {
     atomic_init(&g.t[i].slot, 0);
     g.t[i].out = malloc(g.batch * sizeof(void*));
@@ -217,10 +183,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_init(&g.start, NULL, g.threads + 1);
   for (unsigned i = 0; i < g.threads; i++) {
-    if (pthread_create(&g.t[i].tid, NULL, Worker, &g.t[i]) != 0) {
-      fprintf(stderr, "symmetric: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("symmetric", &g.t[i].tid, NULL, Worker, &g.t[i]);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);

@@ -130,12 +130,7 @@ int main(int argc, char** argv) {
   g.objects = n;
   g.size = (size_t)s;
 
-  g.t = aligned_alloc(64, ((sizeof(Thread) * g.threads + 63) / 64) * 64);
-  if (g.t == NULL) {
-    fprintf(stderr, "threadtest: out of memory setting up\n");
-    return 1;
-  }
-  memset(g.t, 0, sizeof(Thread) * g.threads);
+  g.t = BenchAllocZeroed("threadtest", 64, sizeof(Thread) * g.threads);
   for (unsigned i = 0; i < g.threads; i++) {
     g.t[i].id = i;
     g.t[i].objs = malloc(g.objects * sizeof(unsigned char*));
@@ -146,10 +141,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_init(&g.start, NULL, g.threads + 1);
   for (unsigned i = 0; i < g.threads; i++) {
-    if (pthread_create(&g.t[i].tid, NULL, Worker, &g.t[i]) != 0) {
-      fprintf(stderr, "threadtest: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("threadtest", &g.t[i].tid, NULL, Worker, &g.t[i]);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.threads; i++) pthread_join(g.t[i].tid, NULL);

@@ -92,6 +92,7 @@ static struct {
   unsigned producers, consumers;
   uint64_t per_producer;
   size_t min_size, max_size, block;
+  BenchTagging tagging;
   size_t sizes[kBenchSizeTable];
   Producer* p;
   Consumer* c;
@@ -106,8 +107,11 @@ static struct {
   _Alignas(64) atomic_size_t queued_hint;  // `queued`, read without the lock
 } g;
 
-static uint64_t Tag(uint32_t producer, uint64_t seq) {
-  return BenchMix(((uint64_t)producer << 40) ^ seq ^ 0x786d616c6c6f6331ULL) | 1;
+// A producer's objects are one stream of tagged objects (bench_common.h).
+static uint64_t Stream(uint32_t producer) { return (uint64_t)producer << 40; }
+
+static void Describe(char* buf, size_t len, uint64_t stream, uint64_t seq) {
+  snprintf(buf, len, "producer %u seq %llu", (unsigned)(stream >> 40), (unsigned long long)seq);
 }
 
 static void* ProducerMain(void* arg) {
@@ -127,20 +131,8 @@ static void* ProducerMain(void* arg) {
     b->producer = id;
     b->first_seq = seq;
     b->count = (uint32_t)n;
-    for (uint64_t i = 0; i < n; i++, seq++) {
-      size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
-      unsigned char* p = malloc(size);
-      if (p == NULL) {
-        fprintf(stderr, "xmalloc: malloc(%zu) failed\n", size);
-        exit(1);
-      }
-      uint64_t tag = Tag(id, seq), sz = size;
-      BenchStore64(p, tag);
-      BenchStore64(p + 8, sz);
-      if (size >= 24) BenchStore64(p + size - 8, tag);
-      self->tag_sum += tag;
-      b->objs[i] = p;
-    }
+    self->tag_sum += BenchMakeTagged(&g.tagging, b->objs, n, &idx, Stream(id), seq);
+    seq += n;
     pthread_mutex_lock(&g.lock);
     if (g.tail != NULL) {
       g.tail->next = b;
@@ -209,32 +201,9 @@ static void* ConsumerMain(void* arg) {
       }
       continue;  // leak it: its contents cannot be trusted
     }
-    for (uint32_t i = 0; i < b->count; i++) {
-      unsigned char* p = b->objs[i];
-      uint64_t want = Tag(b->producer, b->first_seq + i), tag, sz, tail;
-      tag = BenchLoad64(p);
-      sz = BenchLoad64(p + 8);
-      if (sz < g.min_size || sz > g.max_size) {
-        if (++self->bad <= 3) {
-          fprintf(stderr, "xmalloc: object %p (producer %u seq %llu): size word %llu\n", p,
-                  b->producer, (unsigned long long)(b->first_seq + i), (unsigned long long)sz);
-        }
-        continue;  // leak it: its size cannot be trusted
-      }
-      tail = want;
-      if (sz >= 24) tail = BenchLoad64(p + sz - 8);
-      if (tag != want || tail != want) {
-        if (++self->bad <= 3) {
-          fprintf(stderr,
-                  "xmalloc: object %p (producer %u seq %llu): tag %llx tail %llx, want %llx\n", p,
-                  b->producer, (unsigned long long)(b->first_seq + i), (unsigned long long)tag,
-                  (unsigned long long)tail, (unsigned long long)want);
-        }
-      }
-      self->tag_sum += tag;
-      self->per_producer[b->producer]++;
-      free(p);
-    }
+    self->per_producer[b->producer] +=
+        BenchFreeTagged(&g.tagging, b->objs, b->count, Stream(b->producer), b->first_seq,
+                        &self->tag_sum, &self->bad);
     self->blocks++;
     free(b);
   }
@@ -249,16 +218,6 @@ static int Usage(const char* argv0) {
           "defaults: -p 2 -c 2 -n 1000000 -s 16 -S 2048 -b 64 (k/m suffixes: x1000, x1000000)\n",
           argv0);
   return 2;
-}
-
-static void* AllocZeroed(size_t align, size_t bytes) {
-  bytes = (bytes + align - 1) / align * align;
-  void* p = aligned_alloc(align, bytes);
-  if (p == NULL) {
-    fprintf(stderr, "xmalloc: out of memory setting up\n");
-    exit(1);
-  }
-  return memset(p, 0, bytes);
 }
 
 int main(int argc, char** argv) {
@@ -281,11 +240,13 @@ int main(int argc, char** argv) {
   g.max_size = (size_t)hi;
   g.block = (size_t)block;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
+  g.tagging =
+      (BenchTagging){"xmalloc", 0x786d616c6c6f6331ULL, g.sizes, g.min_size, g.max_size, Describe};
 
-  g.p = AllocZeroed(64, sizeof(Producer) * g.producers);
-  g.c = AllocZeroed(64, sizeof(Consumer) * g.consumers);
+  g.p = BenchAllocZeroed("xmalloc", 64, sizeof(Producer) * g.producers);
+  g.c = BenchAllocZeroed("xmalloc", 64, sizeof(Consumer) * g.consumers);
   for (unsigned j = 0; j < g.consumers; j++) {
-    g.c[j].per_producer = AllocZeroed(64, sizeof(uint64_t) * g.producers);
+    g.c[j].per_producer = BenchAllocZeroed("xmalloc", 64, sizeof(uint64_t) * g.producers);
   }
   pthread_mutex_init(&g.lock, NULL);
   pthread_cond_init(&g.have_block, NULL);
@@ -293,16 +254,10 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&g.start, NULL, g.producers + g.consumers + 1);
 
   for (unsigned j = 0; j < g.consumers; j++) {
-    if (pthread_create(&g.c[j].tid, NULL, ConsumerMain, &g.c[j]) != 0) {
-      fprintf(stderr, "xmalloc: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("xmalloc", &g.c[j].tid, NULL, ConsumerMain, &g.c[j]);
   }
   for (unsigned i = 0; i < g.producers; i++) {
-    if (pthread_create(&g.p[i].tid, NULL, ProducerMain, &g.p[i]) != 0) {
-      fprintf(stderr, "xmalloc: pthread_create failed\n");
-      return 1;
-    }
+    BenchSpawn("xmalloc", &g.p[i].tid, NULL, ProducerMain, &g.p[i]);
   }
   pthread_barrier_wait(&g.start);
   for (unsigned i = 0; i < g.producers; i++) pthread_join(g.p[i].tid, NULL);

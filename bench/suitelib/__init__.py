@@ -1,16 +1,29 @@
-"""The benchmark suite's code (bench/suite.py is its command; bench/README.md says what it does).
+"""The benchmarks' Python code: the workload suite, the fast-path runner, the peer allocators
+and the paired comparison (bench/README.md says what each does).
+
+The commands are thin scripts in bench/ (suite.py, fastpath.py, peers.py, paired.py), each
+calling one module's main(); run from anywhere, e.g. `python3 bench/suite.py --list`. Python
+puts a script's own folder first on its path, so they import this package with no path edits.
 
 One concern per module:
 
-    common.py      paths, logging, number formatting
+    common.py      paths, logging, number formatting, apt-get on demand (Installer)
     workloads.py   the workload table and the cases made from it (thread sweeps, --scale)
-    allocators.py  roost, glibc, the peers (bench/peers.py) and the roost variants, resolved to
-                   a library to preload; the machine, compiler and commit the report names
-    measure.py     one benchmark process under one allocator (report line, verification,
-                   preload, peak RSS through a subreaper), the check runs, the timed runs
+    peers.py       the peer allocators: Debian packages and builds from Rust -sys crates,
+                   each checked to take effect when preloaded (command: bench/peers.py)
+    allocators.py  roost, glibc, the peers and the roost variants, resolved to a library to
+                   preload; the machine, compiler and commit the report names
+    measure.py     one benchmark process under one allocator (environment, report line,
+                   verification, preload, peak RSS through a subreaper), the check runs, the
+                   timed runs
     report.py      statistics (medians, ratios, geometric means), the Markdown tables on
                    stdout, suite-runs.csv, suite-summary.csv and suite.json
     docs.py        the --docs page (machine, allocators, summary, tables, plot links)
-    plots.py       the plots (matplotlib, here or in another python3)
-    cli.py         the options and main(): selection, runs, files, report; --list, --self-test
+    plots.py       the plots (matplotlib, optional: here or in another python3)
+    cli.py         the suite's options and main(): selection, runs, files, report; --list,
+                   --self-test (command: bench/suite.py)
+    fastpath.py    instructions per malloc+free pair under callgrind (command:
+                   bench/fastpath.py)
+    paired.py      two allocators of one suite run compared case by case, with confidence
+                   intervals (command: bench/paired.py)
 """

@@ -1,22 +1,17 @@
-"""The allocators: roost, glibc, the peers of bench/peers.py and the opt-in roost variants,
-resolved to a library to preload (or the reason one is missing); and the environment the
-report describes: the machine, the compiler and the roost commit."""
+"""The allocators: roost, glibc, the peers (peers.py) and the opt-in roost variants, resolved
+to a library to preload (or the reason one is missing); and the environment the report
+describes: the machine, the compiler and the roost commit."""
 
 import os
 import platform
 import re
 import subprocess
-import sys
 
-from .common import BENCH_DIR, REPO, rel
+from . import peers
+from .common import REPO, rel
 
 ROOST = "roost"
 GLIBC = "glibc"
-
-# The peers bench/peers.py knows, in its order (used for --list and to check
-# --allocators; a name peers.py returns that is not here is taken as well).
-PEER_NAMES = ["mimalloc", "jemalloc", "tcmalloc", "tbbmalloc", "snmalloc", "mimalloc-v2",
-              "mimalloc-v3"]
 
 # roost variants, opt-in by name (never in the default set): name -> (library
 # file in the build directory, extra environment, what it is).
@@ -26,7 +21,6 @@ VARIANTS = {
     "roost-noreserve": ("libroost.so", {"ROOST_SLAB_RESERVE": "0"},
                         "libroost.so with ROOST_SLAB_RESERVE=0 (no per-thread cache of "
                         "empty slabs)"),
-    "roost-secure": ("libroost-secure.so", {}, "the hardened build, libroost-secure.so"),
 }
 
 
@@ -75,45 +69,6 @@ def git_commit():
     return commit, dirty, subject
 
 
-def peer_module_names():
-    """PEER_NAMES of bench/peers.py, when it exists and says."""
-    if not os.path.exists(os.path.join(BENCH_DIR, "peers.py")):
-        return []
-    if BENCH_DIR not in sys.path:
-        sys.path.insert(0, BENCH_DIR)
-    sys.dont_write_bytecode = True  # no bench/__pycache__
-    try:
-        import peers
-        return list(getattr(peers, "PEER_NAMES", []))
-    except Exception:
-        return []
-
-
-def load_peers(names, install, build_root):
-    """Calls bench/peers.py's ensure_peers; name -> dict (lib, version, source | missing)."""
-    path = os.path.join(BENCH_DIR, "peers.py")
-    want = names if names is not None else PEER_NAMES
-    if not os.path.exists(path):
-        return {n: {"missing": "bench/peers.py not present"} for n in want}
-    if BENCH_DIR not in sys.path:
-        sys.path.insert(0, BENCH_DIR)
-    sys.dont_write_bytecode = True  # no bench/__pycache__
-    try:
-        import peers  # noqa: E402  (bench/peers.py)
-    except Exception as e:  # a broken helper must not stop the suite
-        return {n: {"missing": f"bench/peers.py does not import: {e!r}"} for n in want}
-    try:
-        got = peers.ensure_peers(build_root=build_root, names=names, install=install,
-                                 log=sys.stderr)
-    except Exception as e:
-        return {n: {"missing": f"bench/peers.py ensure_peers failed: {e!r}"} for n in want}
-    out = dict(got)
-    for n in want:
-        if n not in out:
-            out[n] = {"missing": "bench/peers.py did not return it"}
-    return out
-
-
 def resolve_allocators(chosen, build_dir, install, peers_dir):
     """Allocators in table order. chosen: list of names, or None for the default set."""
     names = chosen
@@ -126,7 +81,7 @@ def resolve_allocators(chosen, build_dir, install, peers_dir):
             return Allocator(name, env=env, missing=f"{rel(lib)} is not built")
         return Allocator(name, lib, env, roost_version, what)
 
-    def one(name, peers):
+    def one(name, found):
         base, _, envspec = name.partition("@")
         extra = {}
         if envspec:
@@ -141,29 +96,25 @@ def resolve_allocators(chosen, build_dir, install, peers_dir):
         elif base == GLIBC:
             a = Allocator(name, None, extra, glibc_version(), "the C library (no preload)")
         else:
-            p = peers.get(base) or {"missing": "unknown to bench/peers.py"}
-            if p.get("missing") or not p.get("lib"):
-                a = Allocator(name, env=extra, missing=p.get("missing") or "no library")
+            p = found[base]
+            if "missing" in p:
+                a = Allocator(name, env=extra, missing=p["missing"])
             else:
-                a = Allocator(name, p["lib"], extra, p.get("version", "?"), p.get("source", ""))
+                a = Allocator(name, p["lib"], extra, p["version"], p["source"])
         return a
 
     if names is None:
-        peers = load_peers(None, install, peers_dir)
-        order = [ROOST, GLIBC] + list(peers)
-        for n in PEER_NAMES:
-            if n not in order:
-                order.append(n)
+        found = peers.ensure_peers(peers_dir, None, install)
+        order = [ROOST, GLIBC] + list(found)
     else:
         peer_names = []
         for n in names:
             base = n.partition("@")[0]
             if base not in (ROOST, GLIBC) and base not in VARIANTS and base not in peer_names:
                 peer_names.append(base)
-        peers = load_peers(peer_names, install, peers_dir) if peer_names else {}
+        found = peers.ensure_peers(peers_dir, peer_names, install) if peer_names else {}
         order = names
-    return [one(n, peers) for n in order]
-
+    return [one(n, found) for n in order]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ import tempfile
 import time
 
 from . import docs, measure, plots, report
-from .allocators import (GLIBC, PEER_NAMES, ROOST, VARIANTS, git_commit, machine_info,
-                         peer_module_names, resolve_allocators)
+from .allocators import GLIBC, ROOST, VARIANTS, git_commit, machine_info, resolve_allocators
 from .common import BENCH_DIR, REPO, log, parse_list, rel
+from .peers import PEER_NAMES
 from .workloads import (DEFAULT_THREADS_FULL, SELF_TEST_WORKLOADS, WORKLOADS, make_cases,
                         select_workloads)
 
@@ -33,9 +33,8 @@ def print_list(table, bindir):
         print(f"  {w.key:15} {'+'.join(w.sets):12} {built:9} {sw:24} "
               f"{w.binary_name} {' '.join(w.args)}")
         print(f"  {'':15} {w.label}; figure {w.field}")
-    peer_names = PEER_NAMES + [n for n in peer_module_names() if n not in PEER_NAMES]
-    print("Allocators: roost, glibc, " + ", ".join(peer_names)
-          + " (peers from bench/peers.py); opt-in variants: "
+    print("Allocators: roost, glibc, " + ", ".join(PEER_NAMES)
+          + " (peers from bench/suitelib/peers.py); opt-in variants: "
           + "; ".join(f"{k} ({v[2]})" for k, v in VARIANTS.items()))
 
 
@@ -121,7 +120,7 @@ def make_parser():
     ap.add_argument("--out-dir", default=os.path.join(REPO, "build", "bench"),
                     help="where CSV, JSON and plots go (default build/bench)")
     ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"),
-                    help="where bench/peers.py builds the crate peers (default build/peers)")
+                    help="where the crate peers are built (default build/peers)")
     ap.add_argument("--docs", default=None, metavar="FILE",
                     help="also write the report as a Markdown page (plots in FILE's folder/bench/)")
     ap.add_argument("--list", action="store_true", help="list workloads and allocators, then exit")
@@ -192,7 +191,7 @@ def main(argv=None, table=WORKLOADS):
 
     chosen = parse_list(opts.allocators) if opts.allocators else None
     if chosen:
-        known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES) | set(peer_module_names())
+        known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES)
         bad = [a for a in chosen if a.partition("@")[0] not in known]
         if bad:
             ap.error(f"unknown allocator(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
@@ -218,8 +217,6 @@ def main(argv=None, table=WORKLOADS):
     loadavg_start = os.getloadavg()
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     runs, elapsed = measure.run_all(run_cases, alive, broken, reps, bindir, opts.timeout, total)
-    loadavg_end = os.getloadavg()
-
     loadavg_end = os.getloadavg()
 
     errors = [f"{k} {n}: {why}" for (k, n), why in broken.items()]

@@ -1,12 +1,14 @@
-"""Paths, logging and number formatting: what every module of the suite (and
-bench/fastpath.py) uses."""
+"""What every module of bench/suitelib uses: the repository's paths, logging, number
+formatting, the last lines of a command's output, and installing a Debian package on demand."""
 
 import os
+import shutil
+import subprocess
 import sys
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 REPO = os.path.dirname(BENCH_DIR)
-SCRIPT = os.path.join(BENCH_DIR, "suite.py")  # the command (plots run it again)
+SCRIPT = os.path.join(BENCH_DIR, "suite.py")  # the suite's command (plots run it again)
 
 
 def log(msg):
@@ -16,6 +18,12 @@ def log(msg):
 def rel(path):
     p = os.path.abspath(path)
     return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
+
+
+def last_lines(text, n=1):
+    """The last n non-blank lines of a command's output, joined with ' | ' ('?' if none)."""
+    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
+    return " | ".join(lines[-n:]) if lines else "?"
 
 
 def parse_list(s):
@@ -42,3 +50,37 @@ def scale_of(values):
 def fmt_fig(x, div):
     v = x / div
     return f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+class Installer:
+    """`apt-get install` on demand, for what the benchmarks need from Debian (peers, valgrind,
+    matplotlib): only as root and when enabled; `apt-get update` at most once per Installer."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.updated = None  # None: not tried; "": done; else why it failed
+
+    def _run(self, cmd):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+        if r.returncode != 0:
+            return f"`{' '.join(cmd)}` failed: {last_lines(r.stderr)}"
+        return None
+
+    def install(self, package):
+        """Returns None on success, else the reason it could not be installed."""
+        if not self.enabled:
+            return "not installed, and --no-install was given"
+        if os.geteuid() != 0:
+            return f"not installed, and not root to `apt-get install {package}`"
+        if shutil.which("apt-get") is None:
+            return f"not installed, and no apt-get to install {package}"
+        if self.updated is None:
+            log("bench: apt-get update")
+            self.updated = self._run(["apt-get", "update", "-qq"]) or ""
+        log(f"bench: installing {package} with apt-get")
+        err = self._run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package])
+        if err and self.updated:
+            err += f" (after {self.updated})"
+        return err

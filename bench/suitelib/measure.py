@@ -18,10 +18,14 @@ SCRUB_NAMES = ("LD_PRELOAD", "MALLOC_CONF", "_RJEM_MALLOC_CONF", "GLIBC_TUNABLES
                "MALLOC_MMAP_THRESHOLD_")
 
 
-def make_env(extra):
+def run_env(lib=None, extra=None):
+    """The environment of one benchmark process: this one without the variables above, plus
+    `extra`, plus LD_PRELOAD=lib when lib is given."""
     env = {k: v for k, v in os.environ.items()
            if k not in SCRUB_NAMES and not k.startswith(SCRUB_PREFIXES)}
     env.update(extra or {})
+    if lib:
+        env["LD_PRELOAD"] = os.path.abspath(lib)
     return env
 
 
@@ -34,6 +38,8 @@ def parse_report(stdout):
 
 
 def provider_ok(lib, provider):
+    """Whether `provider`, the object a program reported malloc from, is the one expected: the
+    preloaded `lib`, or glibc's libc.so when lib is None."""
     if not provider:
         return False
     if lib is None:
@@ -84,16 +90,14 @@ def run_once(binary, args, alloc, timeout):
             try:
                 sh = subprocess.run(["/bin/sh", "-c", LAUNCH, "sh", outp, errp,
                                      os.path.abspath(lib) if lib else "", binary] + args,
-                                    env=make_env(alloc.env), stdin=gate_r,
+                                    env=run_env(None, alloc.env), stdin=gate_r,
                                     stdout=subprocess.PIPE, text=True)
             finally:
                 os.close(gate_r)
                 os.close(gate_w)  # EOF on the pipe: the subshell goes on and execs
             pid = int(sh.stdout.strip())
         else:  # fallback: RSS figures include this process's RSS at fork
-            env = make_env(alloc.env)
-            if lib:
-                env["LD_PRELOAD"] = os.path.abspath(lib)
+            env = run_env(lib, alloc.env)
             with open(outp, "wb") as o, open(errp, "wb") as e:
                 pid = subprocess.Popen([binary] + args, env=env, stdout=o, stderr=e,
                                        stdin=subprocess.DEVNULL).pid

@@ -1,6 +1,10 @@
 """Plots, with matplotlib (in this interpreter, or in another python3 that has it, which runs
 `suite.py --plot-json`): throughput against thread count for each swept workload, and every
-allocator's run time relative to the fastest's, one group per workload."""
+allocator's run time relative to the fastest's, one group per workload.
+
+matplotlib is optional by design: it is imported only here and only when plots are drawn; a
+suite run without it anywhere still prints its tables and writes its files, and says why there
+are no plots."""
 
 import json
 import os
@@ -9,9 +13,10 @@ import subprocess
 import sys
 
 from .allocators import ROOST
-from .common import SCRIPT, log, rel, scale_of
+from .common import SCRIPT, Installer, last_lines, log, rel, scale_of
 from .report import summarize
 from .workloads import UNITS
+
 
 def plot_all(results, outdir, prefix):
     """Writes the plots; returns {"threads": {key: file}, "relative": file} (file names)."""
@@ -102,7 +107,15 @@ def plot_all(results, outdir, prefix):
     return made
 
 
-def has_matplotlib(py):
+def has_matplotlib(py=None):
+    """Whether the python3 `py` (default: this interpreter) can import matplotlib, which is
+    optional (see the module's docstring)."""
+    if py is None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return False
+        return True
     try:
         return subprocess.run([py, "-c", "import matplotlib"], capture_output=True,
                               timeout=120).returncode == 0
@@ -114,11 +127,8 @@ def find_plotter(install):
     """A python3 that can import matplotlib (installing it if allowed).
 
     Returns (path, None) or (None, why)."""
-    try:
-        import matplotlib  # noqa: F401
+    if has_matplotlib():
         return sys.executable, None
-    except ImportError:
-        pass
     candidates = []
     for py in (sys.executable, "/usr/bin/python3", shutil.which("python3")):
         if py and os.path.exists(py) and os.path.realpath(py) not in \
@@ -130,27 +140,19 @@ def find_plotter(install):
     if not install:
         return None, "matplotlib is not importable and --no-install was given"
     tried = []
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        log("suite: installing python3-matplotlib with apt-get")
-        cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-matplotlib"]
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            tried.append("`apt-get install python3-matplotlib` failed: "
-                         + (r.stderr.strip().splitlines() or ["?"])[-1])
+    why = Installer(True).install("python3-matplotlib")
+    if why is None:
         for py in candidates + ["/usr/bin/python3"]:
             if os.path.exists(py) and has_matplotlib(py):
                 return py, None
+    else:
+        tried.append(why)
     log("suite: installing matplotlib with pip")
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"],
                        capture_output=True, text=True)
     if r.returncode == 0 and has_matplotlib(sys.executable):
         return sys.executable, None
-    tried.append("`pip install matplotlib` failed: "
-                 + ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1])
+    tried.append(f"`pip install matplotlib` failed: {last_lines(r.stderr or r.stdout)}")
     return None, "matplotlib could not be installed: " + "; ".join(tried)
 
 
@@ -161,25 +163,16 @@ def make_plots(results, json_path, targets, install):
         return None, why
     made = []
     for outdir, prefix in targets:
-        if _importable():
+        if has_matplotlib():
             made.append(plot_all(results, outdir, prefix))
             continue
         r = subprocess.run([py, SCRIPT, "--plot-json", json_path,
                             "--plot-dir", outdir, "--plot-prefix", prefix],
                            capture_output=True, text=True)
         if r.returncode != 0:
-            return None, f"plotting with {py} failed: " + \
-                ((r.stderr.strip().splitlines() or ["?"])[-1])
+            return None, f"plotting with {py} failed: {last_lines(r.stderr)}"
         made.append(json.loads(r.stdout))
     return made, None
-
-
-def _importable():
-    try:
-        import matplotlib  # noqa: F401
-        return True
-    except ImportError:
-        return False
 
 
 def draw(results, json_path, out_dir, docs_plot_dir, install):

@@ -85,8 +85,7 @@ def thread_desc(args):
 
 R = "random 16..2048 B"
 # The table: every program of the suite. Work amounts aim at about one second
-# per run for a typical allocator on 2 cores (figures measured with the runner
-# on the 2-core development VM; see bench/README.md).
+# per run for a typical allocator on 2 cores.
 WORKLOADS = [
     # --- message passing: every free is remote ---------------------------------------------
     Workload("prodcons", f"prodcons, {R}, batches of 256", "prodcons",
