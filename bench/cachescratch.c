@@ -1,13 +1,12 @@
 // bench/cachescratch.c — cache-scratch (passive false sharing).
 //
 // The cache-scratch benchmark, a test of whether an allocator avoids passive
-// false sharing, written here from its published description (the seed report
-// shared/seeds/002_*, and the roost benchmark contract): before starting the
-// threads, the main thread allocates T small objects of S bytes back to back
-// (under most allocators they are adjacent in memory, several to a cache line)
-// and gives one to each thread. Each thread first frees the object it was
-// given, then I times allocates an object of S bytes, writes each of its bytes
-// W times, checks it and frees it.
+// false sharing, written here from its published description (a Hoard-style
+// allocator's report of the classic benchmarks, and the roost benchmark contract): before starting
+// the threads, the main thread allocates T small objects of S bytes back to back (under most
+// allocators they are adjacent in memory, several to a cache line) and gives one to each thread.
+// Each thread first frees the object it was given, then I times allocates an object of S bytes,
+// writes each of its bytes W times, checks it and frees it.
 //
 // What it stresses: passive false sharing. An allocator that keeps a freed
 // object in the freeing thread's cache and hands it straight back to the same

@@ -1,11 +1,10 @@
 // bench/cachethrash.c — cache-thrash (active false sharing).
 //
 // The cache-thrash benchmark, a test of whether an allocator avoids active
-// false sharing, written here from its published description (the seed report
-// shared/seeds/002_*, and the roost benchmark contract): each of T threads I
-// times allocates an object of S bytes, writes each of its bytes W times,
-// checks it and frees it. The objects are small (default 8 bytes), so several
-// fit in one cache line.
+// false sharing, written here from its published description (a Hoard-style
+// allocator's report of the classic benchmarks, and the roost benchmark contract): each of T
+// threads I times allocates an object of S bytes, writes each of its bytes W times, checks it and
+// frees it. The objects are small (default 8 bytes), so several fit in one cache line.
 //
 // What it stresses: active false sharing. An allocator that serves
 // concurrently running threads from the same memory (one shared heap, or

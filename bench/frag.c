@@ -2,8 +2,8 @@
 // shift, random lifetimes, a few long-lived objects that pin pages, and a
 // target of live bytes.
 //
-// In the spirit of phong (described in the Hoard-style allocator report among
-// the seed papers as a benchmark that intersperses frees between allocations to
+// In the spirit of phong (described in a Hoard-style allocator's report of the
+// classic benchmarks as one that intersperses frees between allocations to
 // induce fragmentation), written here from that description. Each of T threads
 // runs its own seeded random sequence of n operations (one malloc or one free
 // each), independent of the other threads.

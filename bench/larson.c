@@ -3,7 +3,7 @@
 //
 // The larson benchmark, a simulated server whose threads allocate objects
 // that other threads later free, written here from its published description
-// (the seed report shared/seeds/002_*, and the roost benchmark contract): T
+// (a Hoard-style allocator's report of the classic benchmarks, and the roost benchmark contract): T
 // chains of threads each own an array of K slots, every slot holding one live
 // object. One op frees the object of a random slot and allocates a new object
 // of random size in [-s, -S] in its place. After N ops the thread starts a

@@ -2,9 +2,9 @@
 // thread at once).
 //
 // The linux-scalability throughput benchmark, written here from the roost
-// benchmark contract (the seed report shared/seeds/002_* names it as a
+// benchmark contract (a Hoard-style allocator's report of the classic benchmarks names it as a
 // throughput test): each of T threads performs N immediate malloc(S)/free
-// pairs, i.e. it frees every object right after allocating it. (That seed
+// pairs, i.e. it frees every object right after allocating it. (That
 // report describes its linux-scalability as allocating a long batch and then
 // freeing it; that is threadtest's pattern, which bench_threadtest covers, so
 // this program keeps the pairs immediate, as the contract says.)

@@ -2,7 +2,7 @@
 // allocated and freed by the same thread).
 //
 // Hoard's threadtest, a plain allocator-throughput test, written here from its
-// published description (the seed report shared/seeds/002_*, and the roost
+// published description (a Hoard-style allocator's report of the classic benchmarks, and the roost
 // benchmark contract): each of T threads runs I iterations of: allocate N
 // objects of S bytes, write them, then free them all, in allocation order. No
 // object leaves its thread.
