@@ -69,8 +69,10 @@ def git_commit():
     return commit, dirty, subject
 
 
-def resolve_allocators(chosen, build_dir, install, peers_dir):
-    """Allocators in table order. chosen: list of names, or None for the default set."""
+def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
+    """Allocators in table order. chosen: list of names, or None for the default set.
+    extra_libs: name -> path of other roost libraries (--roost-lib)."""
+    extra_libs = extra_libs or {}
     names = chosen
     commit, dirty, _ = git_commit()
     roost_version = (commit or "?") + ("+dirty" if dirty else "")
@@ -93,6 +95,8 @@ def resolve_allocators(chosen, build_dir, install, peers_dir):
         elif base in VARIANTS:
             libfile, env, what = VARIANTS[base]
             a = roost_like(name, libfile, dict(env, **extra), what)
+        elif base in extra_libs:
+            a = Allocator(name, extra_libs[base], extra, "", "a roost library given by --roost-lib")
         elif base == GLIBC:
             a = Allocator(name, None, extra, glibc_version(), "the C library (no preload)")
         else:
@@ -110,7 +114,8 @@ def resolve_allocators(chosen, build_dir, install, peers_dir):
         peer_names = []
         for n in names:
             base = n.partition("@")[0]
-            if base not in (ROOST, GLIBC) and base not in VARIANTS and base not in peer_names:
+            if (base not in (ROOST, GLIBC) and base not in VARIANTS and base not in extra_libs
+                    and base not in peer_names):
                 peer_names.append(base)
         found = peers.ensure_peers(peers_dir, peer_names, install) if peer_names else {}
         order = names

@@ -106,6 +106,10 @@ def make_parser():
                     help="comma-separated allocators (default: roost, glibc and every peer; "
                          "variants such as roost-nobatchit only by name; NAME@VAR=VALUE adds "
                          "an environment variable)")
+    ap.add_argument("--roost-lib", action="append", default=[], metavar="NAME=PATH",
+                    help="another roost library to run beside this tree's, e.g. one built at an "
+                         "earlier commit: the allocator NAME (starting with roost-) preloads "
+                         "PATH; name it in --allocators (repeatable)")
     ap.add_argument("--reps", type=int, default=None,
                     help="repetitions per case and allocator (default 3, --full 5)")
     ap.add_argument("--scale", type=float, default=1.0,
@@ -189,13 +193,22 @@ def main(argv=None, table=WORKLOADS):
     for key, why in not_built.items():
         log(f"suite: workload {key} not built: {why}")
 
+    extra_libs = {}
+    for spec in opts.roost_lib:
+        name, _, path = spec.partition("=")
+        if not name.startswith(ROOST + "-") or name in VARIANTS or not path:
+            ap.error(f"--roost-lib {spec}: expected roost-NAME=PATH, NAME not a variant's")
+        if not os.path.exists(path):
+            ap.error(f"--roost-lib {spec}: {path} does not exist")
+        extra_libs[name] = os.path.abspath(path)
     chosen = parse_list(opts.allocators) if opts.allocators else None
     if chosen:
-        known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES)
+        known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES) | set(extra_libs)
         bad = [a for a in chosen if a.partition("@")[0] not in known]
         if bad:
             ap.error(f"unknown allocator(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
-    allocs = resolve_allocators(chosen, build_dir, not opts.no_install, opts.peers_dir)
+    allocs = resolve_allocators(chosen, build_dir, not opts.no_install, opts.peers_dir,
+                                extra_libs)
     byname = {a.name: a for a in allocs}
 
     broken = measure.check_runs([w for w in workloads if w.key not in not_built], allocs,
