@@ -34,6 +34,10 @@ void Allocator::slab_event(ChunkMeta* m) {
   visit_inbox();
 }
 
+void Allocator::free_remote_slow(ChunkMeta* m, void* p) {
+  if (messenger_.send_other(m, p)) post_and_visit();
+}
+
 void Allocator::post_and_visit() {
   messenger_.post();
   visit_inbox();

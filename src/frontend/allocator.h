@@ -42,7 +42,7 @@ class Allocator {
  public:
   // `id`: a small dense integer, unique among live allocators (outbox
   // buckets are picked by its bits).
-  constexpr explicit Allocator(uint32_t id) : slabs_(this), messenger_(id) {}
+  constexpr explicit Allocator(uint32_t id) : slabs_(this), messenger_(id, this) {}
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
@@ -89,10 +89,15 @@ class Allocator {
   }
 
   // An object of a slab another allocator owns: into the BatchIt cache and
-  // the outbox, which is posted (and the inbox visited) when full.
+  // the outbox, which is posted (and the inbox visited) when full.  Inline
+  // is the cache's same-slab shortcut.
   ROOST_INLINE void free_remote(ChunkMeta* m, void* p) {
     counters_.frees[m->sizeclass]++;
-    if (ROOST_UNLIKELY(messenger_.send(m, p))) post_and_visit();
+    if (ROOST_LIKELY(messenger_.send_to_last_slab(m, p))) {
+      if (ROOST_UNLIKELY(messenger_.charge(m->obj_size))) post_and_visit();
+      return;
+    }
+    free_remote_slow(m, p);
   }
 
   // ---- housekeeping ----
@@ -119,6 +124,7 @@ class Allocator {
 
  private:
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
+  ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
   // A free brought slab `m` to its state change.
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
   // The outbox is full: posts it, and visits the inbox (so a thread that

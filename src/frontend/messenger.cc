@@ -31,29 +31,6 @@ void Messenger::load_options() {
   batchit_ = options::get(options::kBatchIt) != 0;
 }
 
-void Messenger::file(Messenger* dest, QueueNode* node, unsigned shift) {
-  outbox_.add((dest->id_ >> shift) & Outbox::kMask, node);
-}
-
-void Messenger::file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
-  file(owner_of(m), slab_batch::seal(head, tail, count), 0);
-  counters_.slab_batches_sent++;
-}
-
-bool Messenger::send_slow(ChunkMeta* m, void* p) {
-  // send() counted the free, and the cache's shortcut missed (as it always
-  // does with BatchIt off: the cache stays empty).
-  auto* o = static_cast<FreeObject*>(p);
-  RemoteCache::Entry evicted;
-  if (!config::kBatchIt || !batchit_) {
-    file_batch(m, o, o, 1);
-  } else if (remote_cache_.add_past_last(m, p, &evicted)) {
-    file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
-    counters_.batchit_evictions++;
-  }
-  return outbox_.charge(m->obj_size);
-}
-
 void Messenger::post() {
   if constexpr (config::kBatchIt) {
     remote_cache_.flush(

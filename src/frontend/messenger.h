@@ -45,22 +45,28 @@ struct MessageCounters {
 
 class Messenger {
  public:
-  constexpr explicit Messenger(uint32_t id) : id_(id) {}
+  // `id`: the allocator's; `slab_owner`: what its slabs record as their
+  // owner.
+  constexpr Messenger(uint32_t id, const void* slab_owner) : slab_owner_(slab_owner), id_(id) {}
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
 
   // A thread is taking this allocator: the options it caches.
   void load_options();
 
-  // Files `p`, an object of slab `m` that another allocator owns.  True
-  // when the outbox is full: the caller then post()s and receives.  Inline
-  // is BatchIt's same-slab shortcut, which most frees of a run take.
-  ROOST_INLINE bool send(ChunkMeta* m, void* p) {
+  // Sending `p`, an object of slab `m` that another allocator owns, in
+  // two steps so that the caller's fast path stays short: the same-slab
+  // shortcut (counts the free; true when BatchIt's cache took `p` into the
+  // batch of the previous send's slab, which most frees of a run do), then
+  // charge() for its bytes.  Else send_other(), which files it and charges.
+  // Both say whether the outbox is full: the caller then post()s and
+  // receives.
+  ROOST_INLINE bool send_to_last_slab(ChunkMeta* m, void* p) {
     counters_.remote_frees++;
-    if (config::kBatchIt && ROOST_LIKELY(remote_cache_.add_to_last(m, p)))
-      return outbox_.charge(m->obj_size);
-    return send_slow(m, p);
+    return config::kBatchIt && remote_cache_.add_to_last(m, p);
   }
+  ROOST_INLINE bool charge(uint32_t bytes) { return outbox_.charge(bytes); }
+  inline bool send_other(ChunkMeta* m, void* p);
 
   // Posts the remote cache's batches and every outbox bucket (forwarding
   // rounds included).
@@ -91,11 +97,15 @@ class Messenger {
   static Messenger* owner_of(const ChunkMeta* m);
   static Messenger* owner_of(QueueNode* node) { return owner_of(pagemap::lookup(node)); }
 
-  ROOST_NOINLINE bool send_slow(ChunkMeta* m, void* p);
   // Files a message for `dest` under the bucket its id selects at `shift`.
-  void file(Messenger* dest, QueueNode* node, unsigned shift);
+  void file(Messenger* dest, QueueNode* node, unsigned shift) {
+    outbox_.add((dest->id_ >> shift) & Outbox::kMask, node);
+  }
   // Seals a batch of objects of slab `m` and files it for the slab's owner.
-  void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count);
+  void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
+    file(owner_of(m), slab_batch::seal(head, tail, count), 0);
+    counters_.slab_batches_sent++;
+  }
   // After receiving: counts, and sends forwarded batches on.
   void note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
                      uint64_t forwarded_batches);
@@ -105,13 +115,29 @@ class Messenger {
   RemoteCache remote_cache_;
   uint64_t outbox_limit_ = 0;  // ROOST_OUTBOX_BYTES
   bool batchit_ = false;       // ROOST_BATCHIT
+  const void* slab_owner_;
   uint32_t id_;
   MessageCounters counters_;
 };
 
+bool Messenger::send_other(ChunkMeta* m, void* p) {
+  // send_to_last_slab() counted the free, and missed (as it always does
+  // with BatchIt off: the cache stays empty).
+  auto* o = static_cast<FreeObject*>(p);
+  RemoteCache::Entry evicted;
+  if (!config::kBatchIt || !batchit_) {
+    file_batch(m, o, o, 1);
+  } else if (remote_cache_.add_past_last(m, p, &evicted)) {
+    file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
+    counters_.batchit_evictions++;
+  }
+  return outbox_.charge(m->obj_size);
+}
+
 template <typename Deliver>
 uint64_t Messenger::receive(bool all, Deliver&& deliver) {
   uint64_t batches = 0, objects = 0, forwarded = 0, forwarded_batches = 0;
+  const void* mine = slab_owner_;
   while (all || batches < config::kInboxBudget) {
     QueueNode* node = inbox_.dequeue();
     if (node == nullptr) break;
@@ -119,13 +145,12 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver) {
     slab_batch::Batch b = slab_batch::open(node);
     objects += b.count;
     ChunkMeta* m = pagemap::lookup(node);
-    Messenger* owner = owner_of(m);
-    if (owner == this) {
+    if (m->owner == mine) {
       deliver(m, b);
     } else {
       // Sent here because our id shares the owner's low bits: pass the
       // whole batch on.
-      file(owner, node, 0);
+      file(owner_of(m), node, 0);
       forwarded += b.count;
       forwarded_batches++;
     }
