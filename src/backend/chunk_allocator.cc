@@ -43,7 +43,7 @@ uint64_t g_rotated_ns = 0;  // when the young generation began
 std::atomic<size_t> g_reserved{0};
 std::atomic<size_t> g_bytes_out{0};
 std::atomic<size_t> g_chunks_out{0};
-std::atomic<size_t> g_dirty{0};                        // bytes in dirty extents
+std::atomic<size_t> g_dirty{0};                       // bytes in dirty extents
 std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generations
 
 ChunkMeta* add_region() {

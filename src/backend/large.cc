@@ -129,7 +129,8 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
 }
 
 Counters counters() {
-  return Counters{g_in_use.load(std::memory_order_relaxed), g_allocs.load(std::memory_order_relaxed),
+  return Counters{g_in_use.load(std::memory_order_relaxed),
+                  g_allocs.load(std::memory_order_relaxed),
                   g_frees.load(std::memory_order_relaxed)};
 }
 

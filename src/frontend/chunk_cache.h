@@ -69,9 +69,9 @@ class ChunkCache {
   static size_t reserve() { return options::get(options::kSlabReserveBytes); }
 
   DList<ChunkMeta> lists_[config::kRegionBits + 1];  // by order
-  size_t bytes_ = 0;     // address space of the cached chunks
-  size_t resident_ = 0;  // of which in their dirty extents
-  size_t charged_ = 0;   // resident bytes of spare slabs
+  size_t bytes_ = 0;                                 // address space of the cached chunks
+  size_t resident_ = 0;                              // of which in their dirty extents
+  size_t charged_ = 0;                               // resident bytes of spare slabs
 };
 
 }  // namespace roost

@@ -61,7 +61,8 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
   }
   switch (m->kind) {
     case ChunkKind::kSlab: {
-      if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+      if (!slab::is_object_start(m, p))
+        invalid(where, "invalid pointer (interior of an object)", p);
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
       if (pool::is_unbound(a)) a = pool::bind();

@@ -1,8 +1,8 @@
 // frontend/messenger.cc — implementation of frontend/messenger.h.
 #include "frontend/messenger.h"
 
-#include "frontend/allocator.h"
 #include "ds/counter.h"
+#include "frontend/allocator.h"
 #include "options.h"
 
 namespace roost {

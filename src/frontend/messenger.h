@@ -4,10 +4,10 @@
 // Owns: the inbox (an MPSC queue other allocators post to), the BatchIt
 // remote cache and the outbox behind it, the options they run by, the
 // allocator's dense id (which picks outbox buckets), and the message
-// counters.  Remote frees are collected
-// per slab in the cache, each slab's as one batch (BatchIt), and filed in
-// the outbox's buckets by owner id; when the outbox holds ROOST_OUTBOX_BYTES
-// it is posted, one atomic exchange per bucket.  Receiving takes a bounded
+// counters.  Remote frees are collected per slab in the cache, each slab's
+// as one batch (BatchIt), and filed in the outbox's buckets by owner id;
+// when the outbox holds ROOST_OUTBOX_BYTES it is posted, one atomic
+// exchange per bucket.  Receiving takes a bounded
 // number of batches from the inbox, hands each batch of its own to the
 // caller, and forwards the others (home-bucket forwarding: ids that share
 // low bits with ours).  Must never: touch a slab's free list or state (the

@@ -77,7 +77,7 @@ TEST(Messenger, RemoteFreesWaitUntilPostedThenGoHomeAsOneBatchPerSlab) {
   // Below the outbox's limit nothing is posted.
   EXPECT_EQ(sent.batches_sent, 0u);
   EXPECT_FALSE(owner->visit_inbox());
-  EXPECT_EQ(freer->settle(), 0u);  // posts; nothing came to the freer
+  EXPECT_EQ(freer->settle(), 0u);    // posts; nothing came to the freer
   EXPECT_EQ(sent.batches_sent, 1u);  // one bucket, one exchange
   EXPECT_EQ(sent.slab_batches_sent, config::kBatchIt ? 1u : 100u);
   EXPECT_TRUE(owner->visit_inbox());
