@@ -1,0 +1,123 @@
+// Allocator (frontend/allocator.h), the composite, through allocators not
+// bound to any thread: its rules between the components.  A class that
+// runs dry takes objects freed elsewhere before fresh memory; local frees
+// visit the inbox now and then; a thread that only frees others' objects
+// takes its own back when it posts; release_unused gives every empty slab
+// back.
+#include "frontend/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "backend/pagemap.h"
+#include "scoped_option.h"
+
+using namespace roost;
+using test::ScopedOption;
+
+namespace {
+
+constexpr unsigned kClass = sizeclass::from_size(256);
+const sizeclass::ClassInfo& kInfo = sizeclass::kInfo.info[kClass];
+
+std::unique_ptr<Allocator> make(uint32_t id) {
+  EXPECT_TRUE(pagemap::init());
+  auto a = std::make_unique<Allocator>(id);
+  a->attach();
+  return a;
+}
+
+// Takes everything left on the class's fast list (so the next allocation
+// refills), returning it.
+std::vector<void*> drain_fast_list(Allocator& a) {
+  std::vector<void*> v;
+  while (void* p = a.pop(kClass)) v.push_back(p);
+  return v;
+}
+
+void free_all_local(Allocator& a, const std::vector<void*>& objects) {
+  for (void* p : objects) a.free_local(pagemap::lookup(p), p);
+}
+
+}  // namespace
+
+TEST(Allocator, ARefillTakesObjectsFreedElsewhereBeforeFreshMemory) {
+  auto owner = make(1);
+  auto freer = make(2);
+  std::vector<void*> sent;
+  for (uint32_t i = 0; i < kInfo.carve; i++) sent.push_back(owner->alloc(kClass));
+  std::vector<void*> rest = drain_fast_list(*owner);
+  for (void* p : sent) freer->free_remote(pagemap::lookup(p), p);
+  freer->settle();  // posted: waiting in the owner's inbox
+  uint64_t slabs = owner->slab_count();
+  // The class is dry: the refill visits the inbox first and hands the
+  // objects that came home out again, on the same slab.
+  std::set<void*> expected(sent.begin(), sent.end());
+  std::vector<void*> again;
+  for (size_t i = 0; i < sent.size(); i++) again.push_back(owner->alloc(kClass));
+  EXPECT_EQ(std::set<void*>(again.begin(), again.end()), expected);
+  EXPECT_EQ(owner->slab_count(), slabs);
+  EXPECT_EQ(owner->message_counters().messages_received, sent.size());
+  free_all_local(*owner, again);
+  free_all_local(*owner, rest);
+  owner->release_unused();
+  EXPECT_EQ(owner->slab_count(), 0u);
+}
+
+TEST(Allocator, LocalFreesVisitTheInboxOncePerWakeCount) {
+  auto owner = make(1);
+  auto freer = make(2);
+  // A slab's worth of objects, all out: the slab sleeps until its wake
+  // count of them come back.
+  std::vector<void*> objects;
+  for (uint32_t i = 0; i < kInfo.capacity; i++) objects.push_back(owner->alloc(kClass));
+  std::vector<void*> rest = drain_fast_list(*owner);
+  // One of them freed by another thread, waiting in the owner's inbox.
+  void* remote = objects.back();
+  objects.pop_back();
+  freer->free_remote(pagemap::lookup(remote), remote);
+  freer->settle();
+  // Local frees below the wake count do not look at the inbox...
+  uint32_t wake = slab::wake_count(pagemap::lookup(objects[0]));
+  ASSERT_GT(wake, 1u);
+  for (uint32_t i = 0; i + 1 < wake; i++)
+    owner->free_local(pagemap::lookup(objects[i]), objects[i]);
+  EXPECT_EQ(owner->message_counters().inbox_drains, 0u);
+  // ...the one that wakes the slab does.
+  owner->free_local(pagemap::lookup(objects[wake - 1]), objects[wake - 1]);
+  EXPECT_EQ(owner->message_counters().inbox_drains, 1u);
+  EXPECT_EQ(owner->message_counters().messages_received, 1u);
+  free_all_local(*owner, std::vector<void*>(objects.begin() + wake, objects.end()));
+  free_all_local(*owner, rest);
+  EXPECT_TRUE(owner->release_unused());
+  EXPECT_EQ(owner->slab_count(), 0u);
+}
+
+TEST(Allocator, AThreadThatOnlyFreesTakesItsOwnObjectsBackWhenItPosts) {
+  ScopedOption outbox(options::kOutboxBytes, 4096);
+  auto a = make(1);
+  auto b = make(2);
+  // Each allocates, then frees only the other's objects.
+  std::vector<void*> of_a, of_b;
+  for (int i = 0; i < 64; i++) {
+    of_a.push_back(a->alloc(kClass));
+    of_b.push_back(b->alloc(kClass));
+  }
+  for (void* p : of_b) a->free_remote(pagemap::lookup(p), p);
+  // a's outbox filled (64 x 256 B > 4 KiB) and was posted: b's objects are
+  // in b's inbox.  When b's own outbox fills, b posts and visits its inbox.
+  EXPECT_GT(a->message_counters().batches_sent, 0u);
+  EXPECT_EQ(b->message_counters().messages_received, 0u);
+  for (void* p : of_a) b->free_remote(pagemap::lookup(p), p);
+  EXPECT_GT(b->message_counters().messages_received, 0u);
+  for (Allocator* x : {a.get(), b.get(), a.get()}) x->settle();
+  EXPECT_EQ(a->message_counters().messages_received, of_a.size());
+  EXPECT_EQ(b->message_counters().messages_received, of_b.size());
+  a->release_unused();
+  b->release_unused();
+  EXPECT_EQ(a->slab_count(), 0u);
+  EXPECT_EQ(b->slab_count(), 0u);
+}
