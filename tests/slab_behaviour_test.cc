@@ -1,6 +1,6 @@
-// Slabs through the prefixed API: objects are reused, empty slabs go back
-// (but for one spare a class), counters return to where they were, memory
-// moves between size classes.
+// Slabs seen from outside, through the prefixed API (roost.h) only: objects
+// are reused, empty slabs go back (but for one spare a class), counters
+// return to where they were, memory moves between size classes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
