@@ -186,6 +186,9 @@ TEST(ErrorOutput, ReportWritesToFd2WhenNothingIsKept) {
 // writes nothing and returns.  Runs in a child process, which exits 0 when
 // every check holds (and names the first that did not otherwise).
 TEST(ErrorOutput, KeptStderrOutlivesClosingFd2) {
+  // The child re-runs this test from a fresh exec instead of a plain fork:
+  // ThreadSanitizer's background thread makes the process multithreaded.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto child = [] {
     auto fail = [](const char* why) {
       // fd 2 is the death test's own capture again here.
@@ -234,6 +237,7 @@ TEST(ErrorOutput, KeptStderrOutlivesClosingFd2) {
 }
 
 TEST(ErrorOutput, FatalPrintsOneLineAndAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // as above
   EXPECT_EXIT(err::fatal("free", "not allocated by roost", reinterpret_cast<void*>(0x7f00dead0)),
               ::testing::KilledBySignal(SIGABRT),
               "^roost: free: not allocated by roost 0x7f00dead0\n$");
