@@ -77,8 +77,11 @@ TEST(Outbox, AddFilesNodesUnderTheirBucketNewestFirst) {
   EXPECT_FALSE(box.empty(b));
   box.add(b, n[1]);
   box.add(b, n[2]);
-  for (unsigned other = 0; other < Outbox::kBuckets; other++)
-    if (other != b) EXPECT_TRUE(box.empty(other)) << other;
+  for (unsigned other = 0; other < Outbox::kBuckets; other++) {
+    if (other != b) {
+      EXPECT_TRUE(box.empty(other)) << other;
+    }
+  }
   EXPECT_EQ(filled(box), V{b});
   Outbox::Bucket got = box.take(b);
   EXPECT_EQ(got.head, n[2]);
