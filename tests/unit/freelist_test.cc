@@ -1,9 +1,7 @@
-// Free lists and intrusive lists: order, counts, removal anywhere.
+// Free lists (ds/freelist.h): push/pop order, and build() linking a run of
+// objects in address order into an existing tail.
 #include <gtest/gtest.h>
 
-#include <vector>
-
-#include "ds/dlist.h"
 #include "ds/freelist.h"
 
 using namespace roost;
@@ -27,29 +25,4 @@ TEST(FreeList, BuildLinksObjectsInAddressOrderAndEndsInTheTail) {
     head = head->next;
   }
   EXPECT_EQ(head, tail);
-}
-
-struct Node {
-  Node* prev;
-  Node* next;
-  int value;
-};
-
-TEST(DList, RemoveFromHeadMiddleAndTail) {
-  std::vector<Node> nodes(5);
-  DList<Node> list;
-  for (int i = 0; i < 5; i++) {
-    nodes[i].value = i;
-    list.push_front(&nodes[i]);
-  }
-  list.remove(&nodes[4]);  // head
-  list.remove(&nodes[2]);  // middle
-  list.remove(&nodes[0]);  // tail
-  std::vector<int> seen;
-  for (Node* n = list.head; n != nullptr; n = n->next) seen.push_back(n->value);
-  EXPECT_EQ(seen, (std::vector<int>{3, 1}));
-  EXPECT_EQ(list.pop_front()->value, 3);
-  EXPECT_EQ(list.pop_front()->value, 1);
-  EXPECT_TRUE(list.empty());
-  EXPECT_EQ(list.pop_front(), nullptr);
 }
