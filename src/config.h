@@ -56,10 +56,7 @@ static_assert(kTargetSlabBits >= kGranuleBits);
 // class before giving chunks back to the backend (where they stay resident
 // for a purge delay, reusable by any thread).  A class's one spare slab (an
 // emptied slab kept on its available list) counts against the same budget;
-// untouched cached chunks (pieces of a batch) do not.  Measured: 512 KiB
-// and a 10 ms delay keep peak RSS a megabyte lower than 2 MiB and 100 ms on
-// prodcons and msgpass, at the same speed and without re-faulting released
-// memory.
+// untouched cached chunks (pieces of a batch) do not.
 inline constexpr size_t kSlabReserveBytes = size_t{512} << 10;
 
 // Released chunks stay resident (reusable without page faults) for one to
@@ -102,11 +99,9 @@ inline constexpr size_t kOutboxBytes = size_t{64} << 10;
 // the environment switches it off at run time.  Sets and ways can be set at
 // build time (-DROOST_BATCHIT_SET_BITS=k for 2^k sets, -DROOST_BATCHIT_WAYS=w),
 // and -DROOST_BATCHIT_LRU=1 evicts the least recently used way instead of
-// the one holding the most objects.  32 sets x 2 ways, not the paper's 8 x 2:
-// a consumer of two producers allocating over some 24 size classes
-// (xmalloc) keeps about 48 slabs hot: 16 ways evicted on one add in five,
-// 64 on one in fifty-five (xmalloc 4-11 % faster; msgpass, whose consumers
-// see eight hot slabs, unchanged).
+// the one holding the most objects.  32 sets x 2 ways, not the paper's 8 x 2,
+// so that a consumer whose producers allocate over a few dozen size classes
+// keeps its hot slabs (about two per class) cached without evicting them.
 #ifndef ROOST_BATCHIT
 #define ROOST_BATCHIT 1
 #endif
