@@ -1,9 +1,10 @@
 // config.h — every compile-time setting of roost, in one place.
 //
 // Owns: the sizes and limits that shape the heap (granule, region, size
-// class range, slab sizing, reserves).  Must never: hold run-time state or
-// include anything but <cstddef>/<cstdint>.  Run-time options live in
-// api/options.h.
+// class range, slab sizing, message passing).  Must never: hold run-time
+// state or run-time options' defaults, or include anything but
+// <cstddef>/<cstdint>.  Run-time options (ROOST_* variables), with their
+// defaults and ranges, are listed in src/options.def.
 #pragma once
 
 #include <cstddef>
@@ -52,16 +53,8 @@ inline constexpr unsigned kTargetObjectsPerSlabBits = 7;      // 128
 inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;  // 64 KiB
 static_assert(kTargetSlabBits >= kGranuleBits);
 
-// Resident bytes of empty slabs an allocator keeps for reuse by any size
-// class before giving chunks back to the backend (where they stay resident
-// for a purge delay, reusable by any thread).  A class's one spare slab (an
-// emptied slab kept on its available list) counts against the same budget;
-// untouched cached chunks (pieces of a batch) do not.
-inline constexpr size_t kSlabReserveBytes = size_t{512} << 10;
-
 // Released chunks stay resident (reusable without page faults) for one to
-// two purge delays (run-time option ROOST_PURGE_DELAY, milliseconds)...
-inline constexpr uint64_t kPurgeDelayMs = 10;
+// two purge delays (run-time option ROOST_PURGE_DELAY)...
 // ...unless more than this is waiting: then the older half is purged at once.
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 
@@ -90,9 +83,6 @@ inline constexpr size_t kPageSize = size_t{1} << kPageBits;
 #endif
 inline constexpr unsigned kBucketBits = ROOST_BUCKET_BITS;
 static_assert(kBucketBits >= 1 && kBucketBits <= 8);
-// Bytes of remote frees an allocator collects before posting them (run-time
-// option ROOST_OUTBOX_BYTES).
-inline constexpr size_t kOutboxBytes = size_t{64} << 10;
 // BatchIt (ISMM'24): remote frees are collected per slab in a small
 // set-associative cache (frontend/remote_cache.h) and go home as one batch
 // per slab.  -DROOST_BATCHIT=0 removes it from the build; ROOST_BATCHIT=0 in

@@ -16,6 +16,7 @@
 // other's objects (allocators and memory reused).  After each, the message
 // counters of roost_stats must balance once every inbox has been drained.
 #include <malloc.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <atomic>
@@ -58,13 +59,17 @@ constexpr unsigned kBucketBits = 6;  // roost's default (src/config.h)
 #endif
 
 // BatchIt: on unless compiled out (ROOST_TEST_NO_BATCHIT: the library was
-// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0.
+// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0 (or
+// off, false, no in any case).
 bool batchit_on() {
 #if defined(ROOST_TEST_NO_BATCHIT)
   return false;
 #else
   const char* e = getenv("ROOST_BATCHIT");
-  return e == nullptr || strcmp(e, "0") != 0;
+  if (e == nullptr) return true;
+  for (const char* off : {"0", "off", "false", "no"})
+    if (strcasecmp(e, off) == 0) return false;
+  return true;
 #endif
 }
 
