@@ -43,6 +43,11 @@ int roost_stats(struct roost_stats* out);
 /* Writes the counters to stderr (one line each) with write(2). */
 void roost_print_stats(void);
 
+/* Writes the run-time options in force to stderr with write(2), one line
+ * each: "roost: ROOST_NAME=value (where it came from)", as ROOST_VERBOSE=1
+ * does at start. */
+void roost_print_options(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,10 @@
 // config.h — every compile-time setting of roost, in one place.
 //
 // Owns: the sizes and limits that shape the heap (granule, region, size
-// class range, slab sizing, reserves).  Must never: hold run-time state or
-// include anything but <cstddef>/<cstdint>.  Run-time options live in
-// api/options.h.
+// class range, slab sizing, message passing).  Must never: hold run-time
+// state or run-time options' defaults, or include anything but
+// <cstddef>/<cstdint>.  Run-time options (ROOST_* variables), with their
+// defaults and ranges, are listed in src/options.def.
 #pragma once
 
 #include <cstddef>
@@ -52,19 +53,8 @@ inline constexpr unsigned kTargetObjectsPerSlabBits = 7;      // 128
 inline constexpr unsigned kTargetSlabBits = ROOST_SLAB_BITS;  // 64 KiB
 static_assert(kTargetSlabBits >= kGranuleBits);
 
-// Resident bytes of empty slabs an allocator keeps for reuse by any size
-// class before giving chunks back to the backend (where they stay resident
-// for a purge delay, reusable by any thread).  A class's one spare slab (an
-// emptied slab kept on its available list) counts against the same budget;
-// untouched cached chunks (pieces of a batch) do not.  Measured: 512 KiB
-// and a 10 ms delay keep peak RSS a megabyte lower than 2 MiB and 100 ms on
-// prodcons and msgpass, at the same speed and without re-faulting released
-// memory.
-inline constexpr size_t kSlabReserveBytes = size_t{512} << 10;
-
 // Released chunks stay resident (reusable without page faults) for one to
-// two purge delays (run-time option ROOST_PURGE_DELAY, milliseconds)...
-inline constexpr uint64_t kPurgeDelayMs = 10;
+// two purge delays (run-time option ROOST_PURGE_DELAY)...
 // ...unless more than this is waiting: then the older half is purged at once.
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 
@@ -93,20 +83,15 @@ inline constexpr size_t kPageSize = size_t{1} << kPageBits;
 #endif
 inline constexpr unsigned kBucketBits = ROOST_BUCKET_BITS;
 static_assert(kBucketBits >= 1 && kBucketBits <= 8);
-// Bytes of remote frees an allocator collects before posting them (run-time
-// option ROOST_OUTBOX_BYTES).
-inline constexpr size_t kOutboxBytes = size_t{64} << 10;
 // BatchIt (ISMM'24): remote frees are collected per slab in a small
 // set-associative cache (frontend/remote_cache.h) and go home as one batch
 // per slab.  -DROOST_BATCHIT=0 removes it from the build; ROOST_BATCHIT=0 in
 // the environment switches it off at run time.  Sets and ways can be set at
 // build time (-DROOST_BATCHIT_SET_BITS=k for 2^k sets, -DROOST_BATCHIT_WAYS=w),
 // and -DROOST_BATCHIT_LRU=1 evicts the least recently used way instead of
-// the one holding the most objects.  32 sets x 2 ways, not the paper's 8 x 2:
-// a consumer of two producers allocating over some 24 size classes
-// (xmalloc) keeps about 48 slabs hot: 16 ways evicted on one add in five,
-// 64 on one in fifty-five (xmalloc 4-11 % faster; msgpass, whose consumers
-// see eight hot slabs, unchanged).
+// the one holding the most objects.  32 sets x 2 ways, not the paper's 8 x 2,
+// so that a consumer whose producers allocate over a few dozen size classes
+// keeps its hot slabs (about two per class) cached without evicting them.
 #ifndef ROOST_BATCHIT
 #define ROOST_BATCHIT 1
 #endif

@@ -1,5 +1,11 @@
-// options.cc — the option table and its values.
+// options.cc — the values of the run-time options: reading them from the
+// environment, the warnings, the verbose print.
+//
+// Owns: the values in force and where each came from.  Must never: allocate,
+// lock or use stdio (lines go out through err::Line).
 #include "options.h"
+
+#include <atomic>
 
 #include "config.h"
 #include "platform/env.h"
@@ -7,40 +13,215 @@
 
 namespace roost::options {
 
-const Option kTable[kCount] = {
-    {"ROOST_STATS", 0, "print statistics to stderr at exit"},
-    {"ROOST_SLAB_RESERVE", config::kSlabReserveBytes,
-     "resident bytes of empty slabs kept per allocator"},
-    {"ROOST_PURGE_DONTNEED", 1, "purge with MADV_DONTNEED (1) or MADV_FREE (0)"},
-    {"ROOST_OUTBOX_BYTES", config::kOutboxBytes, "remote-free bytes collected before posting"},
-    {"ROOST_PURGE_DELAY", config::kPurgeDelayMs,
-     "milliseconds released memory stays resident before it is purged"},
-    {"ROOST_BATCHIT", config::kBatchIt ? 1u : 0u,
-     "collect remote frees per slab and send each slab's as one batch (BatchIt)"},
-};
+// The list must hold together: each default and bound parses, and
+// min <= default <= max.
+#define ROOST_OPTION(id, variable, type, fallback, min, max, help)                          \
+  static_assert(parse_syntax(Type::type, min).status == Status::kOk, variable ": bad min"); \
+  static_assert(parse_syntax(Type::type, max).status == Status::kOk, variable ": bad max"); \
+  static_assert(parse_syntax(Type::type, min).value <= parse_syntax(Type::type, max).value, \
+                variable ": min > max");                                                    \
+  static_assert(parse(id, fallback).status == Status::kOk, variable ": default not in range");
+#include "options.def"
+#undef ROOST_OPTION
 
 namespace {
-uint64_t g_values[kCount];
-bool g_loaded = false;
+
+constexpr char kPrefix[] = "ROOST_";
+
+enum class Source : uint8_t {
+  kDefault,
+  kEnvironment,
+  kRejected,  // the environment's value was malformed or out of range
+  kSet,       // by set()
+};
+
+struct Value {
+  std::atomic<uint64_t> value;
+  std::atomic<Source> source;
+};
+
+constinit Value g_values[kCount] = {
+#define ROOST_OPTION(id, variable, type, fallback, min, max, help) \
+  {default_value(id), Source::kDefault},
+#include "options.def"
+#undef ROOST_OPTION
+};
+
+enum State : unsigned { kUnread, kReading, kRead };
+constinit std::atomic<unsigned> g_state{kUnread};
+
+// What a value of each type is, for "... is not <this>".
+const char* describe(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "a boolean (0/1, on/off, true/false, yes/no)";
+    case Type::kBytes:
+      return "a size in bytes (digits, then optionally k, m, g or t)";
+    case Type::kMillis:
+      return "a number of milliseconds";
+  }
+  return "valid";
+}
+
+// Appends at most 64 characters of `s`, up to `stop` or its end, and "..."
+// if that cut it short: a line keeps room for its end whatever the
+// environment holds.
+void append_clipped(err::Line& line, const char* s, char stop) {
+  char buf[68];
+  size_t n = 0;
+  for (; s[n] != 0 && s[n] != stop && n < 64; n++) buf[n] = s[n];
+  if (s[n] != 0 && s[n] != stop) {
+    buf[n++] = '.';
+    buf[n++] = '.';
+    buf[n++] = '.';
+  }
+  buf[n] = 0;
+  line.str(buf);
+}
+
+// A value as the option's syntax writes it: 0 or 1, decimal milliseconds,
+// bytes with the largest suffix that divides them (while that leaves fewer
+// than seven digits).
+void append_value(err::Line& line, Type type, uint64_t v) {
+  if (type == Type::kBytes && v != 0) {
+    constexpr struct {
+      unsigned shift;
+      const char* suffix;
+    } kUnits[] = {{40, "t"}, {30, "g"}, {20, "m"}, {10, "k"}};
+    for (const auto& u : kUnits) {
+      uint64_t n = v >> u.shift;
+      if ((n << u.shift) == v && n < 1000000) {
+        line.dec(n).str(u.suffix);
+        return;
+      }
+    }
+  }
+  line.dec(v);
+}
+
+void read_option(Id id) {
+  const Option& o = kTable[id];
+  const char* s = env::get(o.env);
+  if (s == nullptr) return;
+  Parsed p = parse(id, s);
+  if (p.status == Status::kOk) {
+    g_values[id].value.store(p.value, std::memory_order_relaxed);
+    g_values[id].source.store(Source::kEnvironment, std::memory_order_relaxed);
+    return;
+  }
+  g_values[id].source.store(Source::kRejected, std::memory_order_relaxed);
+  err::Line line;
+  line.str("roost: ").str(o.env).str("=");
+  append_clipped(line, s, 0);
+  if (p.status == Status::kMalformed)
+    line.str(" is not ").str(describe(o.type));
+  else
+    line.str(" is out of range (").str(o.min).str("..").str(o.max).str(")");
+  line.str("; keeping the default ").str(o.fallback).str("\n");
+  line.emit();
+}
+
+// env::for_each's visitor: a warning for a ROOST_* variable no option reads.
+void warn_if_unknown(const char* entry) {
+  size_t len = 0;
+  while (entry[len] != 0 && entry[len] != '=') len++;
+  for (const Option& o : kTable) {
+    size_t n = 0;
+    while (n < len && o.env[n] == entry[n]) n++;
+    if (n == len && o.env[n] == 0) return;
+  }
+  err::Line line;
+  line.str("roost: unknown variable ");
+  append_clipped(line, entry, '=');
+  line.str(" ignored");
+  if (const char* near = nearest_variable(entry, len))
+    line.str(" (did you mean ").str(near).str("?)");
+  line.str("\n");
+  line.emit();
+}
+
 }  // namespace
 
-void load() {
-  if (__atomic_load_n(&g_loaded, __ATOMIC_ACQUIRE)) return;
-  for (unsigned i = 0; i < kCount; i++)
-    __atomic_store_n(&g_values[i], env::get_u64(kTable[i].env, kTable[i].fallback),
-                     __ATOMIC_RELAXED);
-  if (g_values[kStats] != 0) err::keep_stderr();  // for the report at exit
-  __atomic_store_n(&g_loaded, true, __ATOMIC_RELEASE);
+const char* nearest_variable(const char* name, size_t len) {
+  // Levenshtein distance, one row at a time; names this long are no typo.
+  constexpr size_t kMaxLen = 64;
+  constexpr unsigned kMaxEdits = 2;
+  if (len >= kMaxLen) return nullptr;
+  const char* best = nullptr;
+  unsigned best_distance = kMaxEdits + 1;
+  for (const Option& o : kTable) {
+    size_t olen = 0;
+    while (o.env[olen] != 0) olen++;
+    if (olen >= kMaxLen) continue;
+    unsigned row[kMaxLen + 1];
+    for (size_t j = 0; j <= olen; j++) row[j] = static_cast<unsigned>(j);
+    for (size_t i = 1; i <= len; i++) {
+      unsigned diagonal = row[0];  // row[i-1][j-1]
+      row[0] = static_cast<unsigned>(i);
+      for (size_t j = 1; j <= olen; j++) {
+        unsigned above = row[j];
+        unsigned cost = diagonal + (name[i - 1] == o.env[j - 1] ? 0 : 1);
+        unsigned best_here = above + 1 < row[j - 1] + 1 ? above + 1 : row[j - 1] + 1;
+        row[j] = cost < best_here ? cost : best_here;
+        diagonal = above;
+      }
+    }
+    if (row[olen] < best_distance) {
+      best_distance = row[olen];
+      best = o.env;
+    }
+  }
+  return best;
 }
 
-uint64_t get(Id id) {
-  if (!__atomic_load_n(&g_loaded, __ATOMIC_ACQUIRE)) return kTable[id].fallback;
-  return __atomic_load_n(&g_values[id], __ATOMIC_RELAXED);
+void load() {
+  if (g_state.load(std::memory_order_acquire) == kRead) return;
+  unsigned expected = kUnread;
+  if (!g_state.compare_exchange_strong(expected, kReading, std::memory_order_acquire)) {
+    // Another thread is reading the environment: a few microseconds.
+    while (g_state.load(std::memory_order_acquire) != kRead) {
+    }
+    return;
+  }
+  for (unsigned i = 0; i < kCount; i++) read_option(static_cast<Id>(i));
+  env::for_each(kPrefix, warn_if_unknown);
+  if (get(kStats) != 0) err::keep_stderr();  // for the report at exit
+  g_state.store(kRead, std::memory_order_release);
+  if (get(kVerbose) != 0) print();
 }
+
+uint64_t get(Id id) { return g_values[id].value.load(std::memory_order_relaxed); }
 
 void set(Id id, uint64_t value) {
   load();  // the environment first, so that it cannot undo this later
-  __atomic_store_n(&g_values[id], value, __ATOMIC_RELAXED);
+  g_values[id].value.store(value, std::memory_order_relaxed);
+  g_values[id].source.store(Source::kSet, std::memory_order_relaxed);
+}
+
+void print() {
+  for (unsigned i = 0; i < kCount; i++) {
+    const Option& o = kTable[i];
+    err::Line line;
+    line.str("roost: ").str(o.env).str("=");
+    append_value(line, o.type, get(static_cast<Id>(i)));
+    switch (g_values[i].source.load(std::memory_order_relaxed)) {
+      case Source::kDefault:
+        line.str(" (default");
+        break;
+      case Source::kEnvironment:
+        line.str(" (from the environment");
+        break;
+      case Source::kRejected:
+        line.str(" (default; the environment's value was rejected");
+        break;
+      case Source::kSet:
+        line.str(" (set by the program");
+        break;
+    }
+    if (i == kBatchIt && !config::kBatchIt) line.str("; BatchIt is compiled out of this build");
+    line.str(")\n");
+    line.emit();
+  }
 }
 
 }  // namespace roost::options

@@ -1,38 +1,165 @@
-// options.h — every run-time option of roost, in one table.
+// options.h — roost's run-time options: their ids, their syntax, the values in force.
 //
-// Owns: the option table (environment name, default, meaning) and the
-// values in force.  Read once, at the first allocation, from ROOST_*
-// environment variables without allocating.  Must never: be changed on a
-// fast path or consulted on one.
+// Owns: the table generated from options.def (the one list of options), the
+// parser of option values (constexpr: the list's defaults and bounds go
+// through it at compile time), and the values in force, read once at the
+// first allocation from ROOST_* environment variables without allocating.
+// Must never: allocate, lock, or be changed or consulted on a fast path.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace roost::options {
 
 enum Id : unsigned {
-  kStats,             // ROOST_STATS: print counters to stderr at exit
-  kSlabReserveBytes,  // ROOST_SLAB_RESERVE: empty-slab bytes an allocator keeps
-  kPurgeZero,         // ROOST_PURGE_DONTNEED: 1 = MADV_DONTNEED, 0 = MADV_FREE
-  kOutboxBytes,       // ROOST_OUTBOX_BYTES: remote-free bytes collected before a flush
-  kPurgeDelayMs,      // ROOST_PURGE_DELAY: milliseconds released memory stays before purging
-  kBatchIt,           // ROOST_BATCHIT: collect remote frees per slab (1) or not (0)
+#define ROOST_OPTION(id, variable, type, fallback, min, max, help) id,
+#include "options.def"
+#undef ROOST_OPTION
   kCount
 };
 
+// The syntax of an option's values (see options.def).
+enum class Type : uint8_t { kBool, kBytes, kMillis };
+
 struct Option {
-  const char* env;
-  uint64_t fallback;
+  const char* env;  // the environment variable
+  Type type;
+  const char* fallback;  // the default, min and max, in the option's syntax
+  const char* min;
+  const char* max;
   const char* help;
 };
 
-extern const Option kTable[kCount];
+inline constexpr Option kTable[kCount] = {
+#define ROOST_OPTION(id, variable, type, fallback, min, max, help) \
+  {variable, Type::type, fallback, min, max, help},
+#include "options.def"
+#undef ROOST_OPTION
+};
 
-// Reads the environment; later calls do nothing.
+// ---------------------------------------------------------------------------
+// Parsing.
+
+enum class Status : uint8_t {
+  kOk,
+  kMalformed,   // not in the option's syntax
+  kOutOfRange,  // a number, but outside the option's range (or 64 bits)
+};
+
+struct Parsed {
+  Status status;
+  uint64_t value;  // when status is kOk
+};
+
+namespace detail {
+constexpr char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+
+constexpr bool same_word(const char* s, const char* word) {
+  for (; *word != 0; s++, word++)
+    if (lower(*s) != *word) return false;
+  return *s == 0;
+}
+
+constexpr Parsed parse_bool(const char* s) {
+  constexpr const char* kTrue[] = {"1", "on", "true", "yes"};
+  constexpr const char* kFalse[] = {"0", "off", "false", "no"};
+  for (const char* w : kTrue)
+    if (same_word(s, w)) return {Status::kOk, 1};
+  for (const char* w : kFalse)
+    if (same_word(s, w)) return {Status::kOk, 0};
+  return {Status::kMalformed, 0};
+}
+
+// Decimal digits, then (with `suffixes`) one of k, m, g, t in either case.
+constexpr Parsed parse_number(const char* s, bool suffixes) {
+  if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
+  uint64_t v = 0;
+  bool overflow = false;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    uint64_t digit = static_cast<uint64_t>(*s - '0');
+    if (v > (UINT64_MAX - digit) / 10) overflow = true;
+    v = v * 10 + digit;
+  }
+  unsigned shift = 0;
+  if (suffixes && *s != 0) {
+    switch (lower(*s)) {
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      case 't':
+        shift = 40;
+        break;
+      default:
+        return {Status::kMalformed, 0};
+    }
+    s++;
+  }
+  if (*s != 0) return {Status::kMalformed, 0};
+  if (overflow || (shift != 0 && (v >> (64 - shift)) != 0)) return {Status::kOutOfRange, 0};
+  return {Status::kOk, v << shift};
+}
+}  // namespace detail
+
+// `s` in the syntax of `type`, whatever the range: kBool takes 0/1, on/off,
+// true/false, yes/no in any case; kBytes decimal digits with an optional k,
+// m, g or t suffix (binary units, either case); kMillis decimal digits.  A
+// number past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
+// another suffix) is kMalformed.
+constexpr Parsed parse_syntax(Type type, const char* s) {
+  switch (type) {
+    case Type::kBool:
+      return detail::parse_bool(s);
+    case Type::kBytes:
+      return detail::parse_number(s, true);
+    case Type::kMillis:
+      return detail::parse_number(s, false);
+  }
+  return {Status::kMalformed, 0};
+}
+
+// `s` as a value of option `id`: its syntax, then its range.
+constexpr Parsed parse(Id id, const char* s) {
+  const Option& o = kTable[id];
+  Parsed p = parse_syntax(o.type, s);
+  if (p.status != Status::kOk) return p;
+  if (p.value < parse_syntax(o.type, o.min).value || p.value > parse_syntax(o.type, o.max).value)
+    return {Status::kOutOfRange, 0};
+  return p;
+}
+
+constexpr uint64_t default_value(Id id) { return parse(id, kTable[id].fallback).value; }
+
+// The option whose variable is within two edits (insertions, deletions,
+// substitutions) of the first `len` characters of `name`, the nearest one;
+// nullptr if none is.  For "did you mean" in the unknown-variable warning.
+const char* nearest_variable(const char* name, size_t len);
+
+// ---------------------------------------------------------------------------
+// The values in force.
+
+// Reads the environment: each option's variable (a malformed or out-of-range
+// value keeps the default and prints a warning on stderr), and a warning for
+// each unknown ROOST_* variable; with ROOST_VERBOSE on, then print().  Once
+// per process: later calls return at once (or wait for the first to finish).
 void load();
 
+// The value in force: the default until load(), or the value set().
 uint64_t get(Id id);
+
 // Overrides one value (reads the environment first if it was not read yet).
 void set(Id id, uint64_t value);
+
+// Writes one line per option on stderr: its variable, the value in force,
+// and where it came from.
+void print();
 
 }  // namespace roost::options

@@ -2,7 +2,7 @@
 // behaves: malloc, calloc, realloc, reallocarray, free, aligned_alloc,
 // posix_memalign, memalign, valloc, pvalloc, malloc_usable_size, free_sized,
 // free_aligned_sized, malloc_trim.  Also checks that roost is the allocator
-// serving the process when ROOST_EXPECT=1 says it must be.
+// serving the process when ROOSTTEST_EXPECT=1 says it must be.
 //
 // Built twice: linked to roost::roost (ROOST_TEST_LINKED) and unlinked, the
 // latter run with LD_PRELOAD=libroost.so and also against plain glibc, where
@@ -93,7 +93,7 @@ std::vector<size_t> spread_of_sizes() {
 TEST(RoostActive, ServesMallocWhenExpected) {
   if (!roost_active()) {
     if (roost_expected())
-      FAIL() << "ROOST_EXPECT=1 but roost_stats is not found: roost is not serving "
+      FAIL() << "ROOSTTEST_EXPECT=1 but roost_stats is not found: roost is not serving "
                 "this process (broken LD_PRELOAD or link?)";
     GTEST_SKIP() << "running on the system allocator";
   }
@@ -640,7 +640,7 @@ TEST(AlignedAlloc, NonPowerOfTwoAlignmentFailsWithEINVAL) {
       free(p);
     }
   } else {
-    if (roost_expected()) FAIL() << "ROOST_EXPECT=1 but roost is not active";
+    if (roost_expected()) FAIL() << "ROOSTTEST_EXPECT=1 but roost is not active";
     for (size_t align : {size_t{3}, size_t{24}, size_t{100}}) {
       void* p = aligned_alloc(opaque(align), 64);
       ASSERT_NE(p, nullptr) << "glibc < 2.38 accepts aligned_alloc(" << align << ", 64)";

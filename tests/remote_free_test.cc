@@ -16,6 +16,7 @@
 // other's objects (allocators and memory reused).  After each, the message
 // counters of roost_stats must balance once every inbox has been drained.
 #include <malloc.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <atomic>
@@ -58,13 +59,17 @@ constexpr unsigned kBucketBits = 6;  // roost's default (src/config.h)
 #endif
 
 // BatchIt: on unless compiled out (ROOST_TEST_NO_BATCHIT: the library was
-// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0.
+// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0 (or
+// off, false, no in any case).
 bool batchit_on() {
 #if defined(ROOST_TEST_NO_BATCHIT)
   return false;
 #else
   const char* e = getenv("ROOST_BATCHIT");
-  return e == nullptr || strcmp(e, "0") != 0;
+  if (e == nullptr) return true;
+  for (const char* off : {"0", "off", "false", "no"})
+    if (strcasecmp(e, off) == 0) return false;
+  return true;
 #endif
 }
 
@@ -475,7 +480,7 @@ void expect_bytes_in_use_back(const struct roost_stats& before, const struct roo
 }
 
 bool in_repeat_child() {
-  const char* e = getenv("ROOST_TEST_REPEAT_CHILD");
+  const char* e = getenv("ROOSTTEST_REPEAT_CHILD");
   return e != nullptr && strcmp(e, "1") == 0;
 }
 
@@ -541,8 +546,8 @@ bool reset_peak_rss() {
 TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   if (!in_repeat_child())
     GTEST_SKIP() << "runs in the child of RemoteFree.RepeatedRunsDoNotGrowPeakRss";
-  int runs = 10;  // ROOST_TEST_REPEAT_RUNS: more, to watch the trend
-  if (const char* e = getenv("ROOST_TEST_REPEAT_RUNS")) runs = std::max(10, atoi(e));
+  int runs = 10;  // ROOSTTEST_REPEAT_RUNS: more, to watch the trend
+  if (const char* e = getenv("ROOSTTEST_REPEAT_RUNS")) runs = std::max(10, atoi(e));
   printf("before: VmRSS %ld kB\n", status_kb("VmRSS"));
   bool per_run = !kSanitized && reset_peak_rss();
   std::vector<long> peak, rest;
@@ -612,7 +617,7 @@ TEST(RemoteFree, RepeatedRunsDoNotGrowPeakRss) {
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
-    setenv("ROOST_TEST_REPEAT_CHILD", "1", 1);
+    setenv("ROOSTTEST_REPEAT_CHILD", "1", 1);
     alarm(240);  // survives exec: a hang ends the child
     char filter[] = "--gtest_filter=RemoteFreeRepeatChild.TenRunsPeakRssLevelsOff";
     char exe[] = "/proc/self/exe";
@@ -728,7 +733,7 @@ TEST(RemoteFree, ThreadChurnReusesAllocatorsAndMemory) {
   if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
   // ThreadSanitizer makes a thread cost over a millisecond: fewer there.
   unsigned total = kTsan ? 4000 : 20000;
-  if (const char* e = getenv("ROOST_TEST_CHURN_THREADS")) total = static_cast<unsigned>(atoi(e));
+  if (const char* e = getenv("ROOSTTEST_CHURN_THREADS")) total = static_cast<unsigned>(atoi(e));
   constexpr unsigned kAlive = 4;
   constexpr unsigned kSlots = 256;
   std::mutex slots_m;

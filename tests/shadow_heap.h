@@ -231,10 +231,10 @@ class ShadowHeap {
   std::string error_;
 };
 
-// The seeds to run: fixed ones, plus ROOST_STRESS_SEED from the environment.
+// The seeds to run: fixed ones, plus ROOSTTEST_STRESS_SEED from the environment.
 inline std::vector<uint64_t> stress_seeds() {
   std::vector<uint64_t> seeds = {1, 0xdecafbad, 20240229};
-  if (const char* s = getenv("ROOST_STRESS_SEED")) seeds.push_back(strtoull(s, nullptr, 0));
+  if (const char* s = getenv("ROOSTTEST_STRESS_SEED")) seeds.push_back(strtoull(s, nullptr, 0));
   return seeds;
 }
 

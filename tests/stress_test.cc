@@ -1,7 +1,7 @@
 // Randomised stress of the malloc family (malloc, calloc, realloc,
 // aligned_alloc, free, malloc_usable_size) against a shadow model on one
 // thread, and objects passed between threads for remote frees and
-// reallocs.  Fixed seeds, plus ROOST_STRESS_SEED from the environment.
+// reallocs.  Fixed seeds, plus ROOSTTEST_STRESS_SEED from the environment.
 // Linked to roost::roost, or preloaded, or on the system allocator.
 #include <malloc.h>
 

@@ -57,9 +57,9 @@ inline StatsFn stats_fn() {
 
 inline bool roost_active() { return stats_fn() != nullptr; }
 
-// ROOST_EXPECT=1 in the environment: roost must be serving this process.
+// ROOSTTEST_EXPECT=1 in the environment: roost must be serving this process.
 inline bool roost_expected() {
-  const char* e = getenv("ROOST_EXPECT");
+  const char* e = getenv("ROOSTTEST_EXPECT");
   return e != nullptr && strcmp(e, "1") == 0;
 }
 
@@ -72,12 +72,12 @@ inline struct roost_stats stats_snapshot() {
 
 // For tests of roost's own documented behaviour (diagnostics, C17
 // aligned_alloc, free_sized...): skipped on another allocator, unless
-// ROOST_EXPECT=1 says roost must be there, in which case that is a failure.
+// ROOSTTEST_EXPECT=1 says roost must be there, in which case that is a failure.
 #define REQUIRE_ROOST()                                                        \
   do {                                                                         \
     if (!::roost_test::roost_active()) {                                       \
       if (::roost_test::roost_expected())                                      \
-        FAIL() << "ROOST_EXPECT=1 but roost is not serving this process";      \
+        FAIL() << "ROOSTTEST_EXPECT=1 but roost is not serving this process";  \
       GTEST_SKIP() << "roost is not active (run with LD_PRELOAD=libroost.so)"; \
     }                                                                          \
   } while (0)

@@ -1,19 +1,16 @@
 // platform/env.h — reading ROOST_* environment variables without allocating.
 //
 // Owns: lookups in the process environment.  Must never: call getenv-like
-// functions that may allocate or lock, or cache policy.
+// functions that may allocate or lock, parse values, or cache policy.
 #pragma once
-
-#include <cstddef>
-#include <cstdint>
 
 namespace roost::env {
 
-// The value of `name` in the environment, or nullptr.
+// The value of `name` in the environment (its first entry), or nullptr.
 const char* get(const char* name);
 
-// Parses an unsigned number with an optional k/m/g suffix (binary units);
-// returns `fallback` when absent or malformed.
-uint64_t get_u64(const char* name, uint64_t fallback);
+// Calls visit(entry) for each environment entry ("NAME=value") whose name
+// starts with `prefix`, in the environment's order.
+void for_each(const char* prefix, void (*visit)(const char* entry));
 
 }  // namespace roost::env

@@ -1,0 +1,289 @@
+// Run-time options through the environment, end to end: runs
+// tests/options_probe.cc under controlled environments and reads its stderr.
+// Malformed and out-of-range values warn once and keep the default, unknown
+// ROOST_* variables warn, boolean words work (ROOST_BATCHIT=off switches
+// BatchIt off, ROOST_STATS=yes prints the counters at exit), ROOST_VERBOSE=1
+// and roost_print_options() print the options in force, and with no ROOST_*
+// variable roost prints nothing.
+//
+// ROOSTTEST_PROBE names the probe to run; ROOSTTEST_PRELOAD, when set, the
+// library to preload into it (options_env.prefixed and options_env.preload in
+// tests/CMakeLists.txt).  This binary itself runs on the system allocator.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+struct ProbeRun {
+  int exit_code = -1;  // -1: did not exit normally
+  std::string out, err;
+
+  std::string describe() const {
+    return "exit " + std::to_string(exit_code) + "; stdout:\n" + out + "stderr:\n" + err;
+  }
+};
+
+// Runs the probe in `mode` with this process's environment less every
+// ROOST_* variable and LD_PRELOAD, plus `vars` (and LD_PRELOAD when
+// ROOSTTEST_PRELOAD is set).
+ProbeRun run_probe(const char* mode, const std::vector<std::string>& vars) {
+  ProbeRun r;
+  const char* probe = getenv("ROOSTTEST_PROBE");
+  if (probe == nullptr) {
+    ADD_FAILURE() << "ROOSTTEST_PROBE is not set (run through ctest)";
+    return r;
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; e++) {
+    if (strncmp(*e, "ROOST_", 6) == 0 || strncmp(*e, "LD_PRELOAD=", 11) == 0) continue;
+    env.push_back(*e);
+  }
+  if (const char* lib = getenv("ROOSTTEST_PRELOAD"))
+    env.push_back(std::string("LD_PRELOAD=") + lib);
+  env.insert(env.end(), vars.begin(), vars.end());
+  std::vector<char*> envp;
+  for (std::string& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string probe_path = probe, mode_arg = mode;
+  char* argv[] = {probe_path.data(), mode_arg.data(), nullptr};
+
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return r;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    alarm(60);
+    execve(argv[0], argv, envp.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* dest[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) continue;  // EINTR
+    for (int i = 0; i < 2; i++) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        dest[i]->append(buf, static_cast<size_t>(n));
+      } else {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        open_fds--;
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) v.push_back(line);
+  return v;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const std::string& l : lines(text))
+    if (l == line) return true;
+  return false;
+}
+
+struct Messages {
+  unsigned long long remote_frees = 0, messages_sent = 0, slab_batches_sent = 0;
+};
+
+// The probe's "remote" report.
+Messages parse_remote(const ProbeRun& r) {
+  Messages m;
+  EXPECT_EQ(sscanf(r.out.c_str(), "remote_frees=%llu messages_sent=%llu slab_batches_sent=%llu",
+                   &m.remote_frees, &m.messages_sent, &m.slab_batches_sent),
+            3)
+      << r.describe();
+  return m;
+}
+
+}  // namespace
+
+TEST(OptionsEnv, NoRoostVariablePrintsNothing) {
+  for (const char* mode : {"alloc", "remote"}) {
+    ProbeRun r = run_probe(mode, {});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.err, "") << mode << ": " << r.describe();
+  }
+}
+
+namespace {
+// One warning line, once (the probe runs two threads), and the default kept:
+// the verbose print says so.
+void expect_rejected(const std::string& var, const std::string& warning, const std::string& kept) {
+  SCOPED_TRACE(var);
+  ProbeRun r = run_probe("remote", {var});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, warning + "\n") << r.describe();
+  ProbeRun v = run_probe("alloc", {var, "ROOST_VERBOSE=1"});
+  EXPECT_TRUE(has_line(v.err, warning)) << v.describe();
+  EXPECT_TRUE(has_line(v.err, kept + " (default; the environment's value was rejected)"))
+      << v.describe();
+}
+}  // namespace
+
+TEST(OptionsEnv, MalformedMillisecondsWarnAndKeepTheDefault) {
+  expect_rejected("ROOST_PURGE_DELAY=abc",
+                  "roost: ROOST_PURGE_DELAY=abc is not a number of milliseconds; keeping the "
+                  "default 10",
+                  "roost: ROOST_PURGE_DELAY=10");
+}
+
+TEST(OptionsEnv, NegativeBytesWarnAndKeepTheDefault) {
+  expect_rejected("ROOST_OUTBOX_BYTES=-5",
+                  "roost: ROOST_OUTBOX_BYTES=-5 is not a size in bytes (digits, then optionally "
+                  "k, m, g or t); keeping the default 64k",
+                  "roost: ROOST_OUTBOX_BYTES=64k");
+}
+
+TEST(OptionsEnv, BytesPast64BitsWarnAsOutOfRange) {
+  expect_rejected("ROOST_SLAB_RESERVE=99999999999999g",
+                  "roost: ROOST_SLAB_RESERVE=99999999999999g is out of range (0..1t); keeping "
+                  "the default 512k",
+                  "roost: ROOST_SLAB_RESERVE=512k");
+}
+
+TEST(OptionsEnv, MalformedBooleansWarnAndKeepTheDefault) {
+  expect_rejected("ROOST_STATS=maybe",
+                  "roost: ROOST_STATS=maybe is not a boolean (0/1, on/off, true/false, yes/no); "
+                  "keeping the default 0",
+                  "roost: ROOST_STATS=0");
+}
+
+TEST(OptionsEnv, LongValuesAreClippedInTheWarning) {
+  std::string value(300, '9');
+  ProbeRun r = run_probe("alloc", {"ROOST_PURGE_DELAY=" + value});
+  EXPECT_EQ(r.err, "roost: ROOST_PURGE_DELAY=" + value.substr(0, 64) +
+                       "... is out of range (0..86400000); keeping the default 10\n")
+      << r.describe();
+}
+
+TEST(OptionsEnv, UnknownVariablesWarn) {
+  ProbeRun r = run_probe("remote", {"ROOST_BATCH_IT=0"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "roost: unknown variable ROOST_BATCH_IT ignored (did you mean ROOST_BATCHIT?)\n")
+      << r.describe();
+  // ...and it did not switch BatchIt off.
+  Messages m = parse_remote(r);
+  EXPECT_LT(m.slab_batches_sent * 10, m.messages_sent) << r.describe();
+
+  r = run_probe("alloc", {"ROOST_XYZZY=1", "ROOST_STATS=0"});
+  EXPECT_EQ(r.err, "roost: unknown variable ROOST_XYZZY ignored\n") << r.describe();
+}
+
+// With BatchIt off every remote free is its own batch; with it on, a run of
+// frees into the same slabs goes home in a few batches.
+TEST(OptionsEnv, BatchItTakesBooleanWords) {
+  for (const char* off : {"0", "off", "OFF", "false", "no"}) {
+    ProbeRun r = run_probe("remote", {std::string("ROOST_BATCHIT=") + off});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.err, "") << r.describe();
+    Messages m = parse_remote(r);
+    EXPECT_GE(m.remote_frees, 1000u) << off << ": " << r.describe();
+    EXPECT_EQ(m.slab_batches_sent, m.messages_sent) << off << ": " << r.describe();
+  }
+  for (const char* on : {"", "1", "on", "Yes", "TRUE"}) {
+    ProbeRun r = run_probe("remote",
+                           *on == 0 ? std::vector<std::string>{}
+                                    : std::vector<std::string>{std::string("ROOST_BATCHIT=") + on});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(r.err, "") << r.describe();
+    Messages m = parse_remote(r);
+    EXPECT_GE(m.remote_frees, 1000u) << on << ": " << r.describe();
+    EXPECT_LT(m.slab_batches_sent * 10, m.messages_sent) << on << ": " << r.describe();
+  }
+}
+
+TEST(OptionsEnv, StatsYesPrintsTheCountersAtExit) {
+  for (const char* yes : {"1", "yes", "on", "true"}) {
+    ProbeRun r = run_probe("alloc", {std::string("ROOST_STATS=") + yes});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find("roost: allocations "), std::string::npos) << yes << ": " << r.describe();
+    EXPECT_NE(r.err.find("roost: bytes_dirty "), std::string::npos) << yes << ": " << r.describe();
+  }
+  ProbeRun r = run_probe("alloc", {"ROOST_STATS=no"});
+  EXPECT_EQ(r.err, "") << r.describe();
+}
+
+namespace {
+// Every line of the options print: "roost: ROOST_NAME=value (source)".
+void expect_option_lines(const ProbeRun& r) {
+  static const std::regex kLine(
+      R"(roost: ROOST_[A-Z_]+=[0-9]+[kmgt]? \((default|from the environment|set by the program)(; [^)]*)?\))");
+  std::vector<std::string> got = lines(r.err);
+  EXPECT_GE(got.size(), 7u) << r.describe();
+  for (const std::string& l : got) EXPECT_TRUE(std::regex_match(l, kLine)) << l;
+}
+}  // namespace
+
+TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
+  ProbeRun r =
+      run_probe("alloc", {"ROOST_VERBOSE=1", "ROOST_OUTBOX_BYTES=1048576", "ROOST_BATCHIT=off"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  expect_option_lines(r);
+  for (const char* line :
+       {"roost: ROOST_STATS=0 (default)", "roost: ROOST_SLAB_RESERVE=512k (default)",
+        "roost: ROOST_PURGE_DONTNEED=1 (default)",
+        "roost: ROOST_OUTBOX_BYTES=1m (from the environment)",
+        "roost: ROOST_PURGE_DELAY=10 (default)", "roost: ROOST_BATCHIT=0 (from the environment)",
+        "roost: ROOST_VERBOSE=1 (from the environment)"})
+    EXPECT_TRUE(has_line(r.err, line)) << line << "\n" << r.describe();
+  // Once, though the probe allocates on.
+  EXPECT_EQ(lines(r.err).size(), lines(run_probe("print", {}).err).size()) << r.describe();
+}
+
+TEST(OptionsEnv, PrintOptionsWritesTheOptionsInForce) {
+  ProbeRun r = run_probe("print", {"ROOST_PURGE_DELAY=250"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  expect_option_lines(r);
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_PURGE_DELAY=250 (from the environment)"))
+      << r.describe();
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_OUTBOX_BYTES=64k (default)")) << r.describe();
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_VERBOSE=0 (default)")) << r.describe();
+  // The environment was read at the first allocation: printing does not read
+  // it again (one warning, not two).
+  r = run_probe("print", {"ROOST_PURGE_DELAY=abc"});
+  const std::string warning =
+      "roost: ROOST_PURGE_DELAY=abc is not a number of milliseconds; keeping the default 10";
+  std::vector<std::string> got = lines(r.err);
+  EXPECT_EQ(std::count(got.begin(), got.end(), warning), 1) << r.describe();
+  EXPECT_TRUE(has_line(r.err,
+                       "roost: ROOST_PURGE_DELAY=10 (default; the environment's value "
+                       "was rejected)"))
+      << r.describe();
+}

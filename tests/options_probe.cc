@@ -1,0 +1,95 @@
+// A small program that tests/options_env_test.cc runs under controlled
+// environments, reading what roost writes on stderr.  It writes nothing on
+// stderr itself.  Modes (argv[1]):
+//   alloc   allocates and frees a little (roost reads its options)
+//   remote  a second thread frees 1000 same-size objects the first allocated
+//           (a run of frees into one or two slabs); then writes
+//           "remote_frees=N messages_sent=N slab_batches_sent=N" on stdout
+//   print   calls roost_print_options()
+// Built linked to roost::prefixed (ROOST_TEST_PREFIXED: roost_malloc and
+// roost_free), and unlinked for LD_PRELOAD=libroost.so (malloc and free,
+// roost's own entry points looked up with dlsym).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "roost.h"
+
+namespace {
+
+#if defined(ROOST_TEST_PREFIXED)
+void* t_malloc(size_t n) { return roost_malloc(n); }
+void t_free(void* p) { roost_free(p); }
+template <class F>
+F* roost_entry(F* linked, const char*) {
+  return linked;
+}
+#else
+void* t_malloc(size_t n) { return malloc(n); }
+void t_free(void* p) { free(p); }
+template <class F>
+F* roost_entry(F*, const char* name) {
+  return reinterpret_cast<F*>(dlsym(RTLD_DEFAULT, name));
+}
+#endif
+
+int alloc() {
+  void* p = t_malloc(100);
+  if (p == nullptr) return 2;
+  memset(p, 1, 100);
+  t_free(p);
+  return 0;
+}
+
+int remote() {
+  auto* stats = roost_entry(&roost_stats, "roost_stats");
+  if (stats == nullptr) {
+    printf("roost_stats not found: roost is not serving this process\n");
+    return 2;
+  }
+  constexpr size_t kObjects = 1000, kSize = 48;
+  std::vector<void*> objects(kObjects);
+  for (void*& p : objects) {
+    p = t_malloc(kSize);
+    if (p == nullptr) return 2;
+    memset(p, 2, kSize);
+  }
+  struct roost_stats before {};
+  stats(&before);
+  std::thread freer([&] {
+    for (void* p : objects) t_free(p);
+  });
+  freer.join();  // the freer's outbox is posted at its exit
+  struct roost_stats after {};
+  stats(&after);
+  printf("remote_frees=%llu messages_sent=%llu slab_batches_sent=%llu\n",
+         static_cast<unsigned long long>(after.remote_frees - before.remote_frees),
+         static_cast<unsigned long long>(after.messages_sent - before.messages_sent),
+         static_cast<unsigned long long>(after.slab_batches_sent - before.slab_batches_sent));
+  return 0;
+}
+
+int print() {
+  auto* print_options = roost_entry(&roost_print_options, "roost_print_options");
+  if (print_options == nullptr) {
+    printf("roost_print_options not found: roost is not serving this process\n");
+    return 2;
+  }
+  print_options();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "alloc") == 0) return alloc();
+  if (strcmp(mode, "remote") == 0) return remote();
+  if (strcmp(mode, "print") == 0) return print();
+  printf("usage: %s alloc|remote|print\n", argv[0]);
+  return 2;
+}
