@@ -10,6 +10,7 @@
 #include "config.h"
 #include "platform/env.h"
 #include "platform/error.h"
+#include "platform/os.h"
 
 namespace roost::options {
 
@@ -178,9 +179,9 @@ void load() {
   if (g_state.load(std::memory_order_acquire) == kRead) return;
   unsigned expected = kUnread;
   if (!g_state.compare_exchange_strong(expected, kReading, std::memory_order_acquire)) {
-    // Another thread is reading the environment: a few microseconds.
-    while (g_state.load(std::memory_order_acquire) != kRead) {
-    }
+    // Another thread is reading the environment: a few microseconds, unless
+    // it lost its core (more threads than cores), so give ours up.
+    while (g_state.load(std::memory_order_acquire) != kRead) os::yield();
     return;
   }
   for (unsigned i = 0; i < kCount; i++) read_option(static_cast<Id>(i));

@@ -1,6 +1,7 @@
 // platform/error.cc — implementation of platform/error.h.
 #include "platform/error.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,15 +11,20 @@ namespace roost::err {
 namespace {
 int g_report_fd = -1;
 
+// Writes all of `s`, again after a signal interrupts, and leaves errno as
+// the program had it (a warning at the first malloc must not change it).
 void write_fd(int fd, const char* s) {
+  int saved = errno;
   size_t n = 0;
   while (s[n] != 0) n++;
   while (n > 0) {
     ssize_t w = ::write(fd, s, n);
-    if (w <= 0) return;
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
     s += w;
     n -= static_cast<size_t>(w);
   }
+  errno = saved;
 }
 }  // namespace
 

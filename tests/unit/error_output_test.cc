@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -244,4 +245,21 @@ TEST(ErrorOutput, FatalPrintsOneLineAndAborts) {
   EXPECT_EXIT(err::fatal("malloc_usable_size", "interior pointer", nullptr),
               ::testing::KilledBySignal(SIGABRT),
               "^roost: malloc_usable_size: interior pointer 0x0\n$");
+}
+
+TEST(ErrorOutput, WritingLeavesErrnoAsItWas) {
+  // fd 2 pointing at a descriptor that refuses writes (read-only): the
+  // write fails, and errno still holds the program's value.
+  int saved = dup(2);
+  ASSERT_GE(saved, 0);
+  int read_only = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(read_only, 0);
+  dup2(read_only, 2);
+  errno = EDOM;
+  err::write_str("roost: nowhere\n");
+  int after = errno;
+  dup2(saved, 2);
+  close(saved);
+  close(read_only);
+  EXPECT_EQ(after, EDOM);
 }
