@@ -34,6 +34,8 @@ struct TestSlab {
     chunks::release(m, dirty_extent(m));
   }
   void* object(size_t i) const { return reinterpret_cast<void*>(m->base + i * m->obj_size); }
+  // Carves the whole slab: every object is out.
+  std::vector<void*> carve_all();
   ChunkMeta* m;
 };
 
@@ -41,6 +43,12 @@ std::vector<void*> list_of(FreeObject* head) {
   std::vector<void*> v;
   for (FreeObject* o = head; o != nullptr; o = o->next) v.push_back(o);
   return v;
+}
+
+std::vector<void*> TestSlab::carve_all() {
+  FreeObject* out = nullptr;
+  while (!slab::fully_carved(m)) out = slab::carve(m, out);
+  return list_of(out);
 }
 
 constexpr unsigned kClass48 = sizeclass::from_size(48);
@@ -115,9 +123,7 @@ TEST(Slab, PagesAnEarlierUseLeftResidentAreCarvedWithoutTouchingFreshOnes) {
 
 TEST(Slab, ReturnsCountDownToTheStateChanges) {
   TestSlab s(kClass48);
-  FreeObject* out = nullptr;
-  while (!slab::fully_carved(s.m)) out = slab::carve(s.m, out);
-  std::vector<void*> objects = list_of(out);
+  std::vector<void*> objects = s.carve_all();
   uint32_t wake = slab::wake_count(s.m);
   // Asleep: the wake count-th free reports the change, not before.
   for (uint32_t i = 0; i + 1 < wake; i++) EXPECT_FALSE(slab::return_object(s.m, objects[i]));
@@ -141,9 +147,7 @@ TEST(Slab, ReturnsCountDownToTheStateChanges) {
 
 TEST(Slab, ABatchIsSplicedWholeAndItsSurplusCountsWhenTheSlabWakes) {
   TestSlab s(kClass48);
-  FreeObject* out = nullptr;
-  while (!slab::fully_carved(s.m)) out = slab::carve(s.m, out);
-  std::vector<void*> objects = list_of(out);
+  std::vector<void*> objects = s.carve_all();
   uint32_t wake = slab::wake_count(s.m);
   // One object freed alone, then a batch of wake + 9 objects linked
   // head -> tail: the batch brings the slab past its wake count.
