@@ -9,21 +9,19 @@
 namespace roost {
 
 void* Allocator::refill_from_other_slab(unsigned sc) {
-  if (slabs_.carve_resident_tail(sc)) return pop(sc);
+  if (FreeObject* list = slabs_.carve_resident_tail(sc)) return hand_out(sc, list);
   for (unsigned round = 0;; round++) {
-    if (slabs_.take_available(sc, chunks_)) return pop(sc);
+    if (FreeObject* list = slabs_.take_available(sc, chunks_)) return hand_out(sc, list);
     // Objects freed elsewhere may still wait in the inbox: fresh memory
     // (which grows the footprint) only once it reads empty, or after a
     // bounded number of further visits.
     if (round == config::kInboxVisitsBeforeFreshMemory || !messenger_.has_mail()) break;
     receive(false);
-    if (slabs_.take_from_active(sc)) return pop(sc);
+    if (FreeObject* list = slabs_.take_from_active(sc)) return hand_out(sc, list);
   }
-  if (!slabs_.carve_fresh(sc, chunks_)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  return pop(sc);
+  if (FreeObject* list = slabs_.carve_fresh(sc, chunks_)) return hand_out(sc, list);
+  errno = ENOMEM;
+  return nullptr;
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
@@ -63,7 +61,7 @@ uint64_t Allocator::settle() {
 }
 
 bool Allocator::release_unused() {
-  bool released = slabs_.release_unused(chunks_);
+  bool released = slabs_.release_unused(fast_, chunks_);
   return chunks_.trim(0) || released;
 }
 

@@ -1,9 +1,10 @@
 // frontend/allocator.h — the per-thread allocator: its components and its
 // fast paths.
 //
-// An Allocator is composed of:
-//   SizeClassSlabs  per class: the fast list and the slabs it is fed from
-//   ClassCounters   small objects allocated and freed here, per class
+// An Allocator holds its hot state itself (per class: the fast list of
+// objects ready to hand out, and the counts of objects allocated and freed)
+// and is composed of:
+//   SizeClassSlabs  per class: the slabs the fast list is fed from
 //   Messenger       frees of other allocators' objects out, its own back in
 //   ChunkCache      empty chunks kept for new slabs, within the reserve
 // The fast paths (an object off a class's fast list; an object back into a
@@ -11,8 +12,8 @@
 // cache) are inline here; refilling a class and the other slow paths,
 // which coordinate the components, are noinline in allocator.cc.
 //
-// Owns: its components, and the rules between them (when the inbox is
-// visited, where slabs come from and go).  Must never: take a lock, make a
+// Owns: the fast lists, the class counters, its components, and the rules
+// between them (when the inbox is visited, where slabs come from and go).  Must never: take a lock, make a
 // syscall or do an atomic read-modify-write on a fast path; touch another
 // allocator's slabs; know which thread holds it (frontend/allocator_pool.h).
 #pragma once
@@ -54,8 +55,11 @@ class Allocator {
   // Fast path: an object of class `sc` off its fast list (counted), or
   // nullptr when the list is empty and refill() must run.
   ROOST_INLINE void* pop(unsigned sc) {
-    FreeObject* p = slabs_.pop(sc);
-    if (ROOST_LIKELY(p != nullptr)) counters_.allocs[sc]++;
+    FreeObject* p = fast_[sc];
+    if (ROOST_LIKELY(p != nullptr)) {
+      fast_[sc] = p->next;
+      counters_.allocs[sc]++;
+    }
     return p;
   }
   // Class `sc`'s fast list ran dry: refills it and returns an object;
@@ -64,13 +68,16 @@ class Allocator {
     // Objects freed elsewhere may be waiting.
     visit_inbox();
     // The common case: the class's active slab got objects back.
-    if (ROOST_LIKELY(slabs_.take_from_active(sc))) return pop(sc);
+    if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))
+      return hand_out(sc, list);
     return refill_from_other_slab(sc);
   }
-  // The fast list of class `sc` as the malloc fast path hands it to its
-  // slow path (see SizeClassSlabs::fast_slot), and the class back from it.
-  ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return slabs_.fast_slot(sc); }
-  unsigned class_of(FreeObject* const* slot) const { return slabs_.class_of(slot); }
+  // Class `sc`'s fast list head, and back from it to the class: the malloc
+  // fast path hands the slot to its slow path, because its address is then
+  // already in the argument register (passing the class would cost the fast
+  // path register copies).
+  ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
+  unsigned class_of(FreeObject* const* slot) const { return static_cast<unsigned>(slot - fast_); }
   // pop(), else refill().
   void* alloc(unsigned sc) {
     void* p = pop(sc);
@@ -124,6 +131,12 @@ class Allocator {
 
  private:
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
+  // `list` (not empty) becomes class `sc`'s fast list; returns its first
+  // object, counted.
+  void* hand_out(unsigned sc, FreeObject* list) {
+    fast_[sc] = list;
+    return pop(sc);
+  }
   ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
   // A free brought slab `m` to its state change.
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
@@ -136,8 +149,9 @@ class Allocator {
 
   // The fast lists first: the malloc fast path's slot address is then the
   // allocator's plus the class's offset alone.
-  SizeClassSlabs slabs_;
+  FreeObject* fast_[sizeclass::kCount] = {};
   ClassCounters counters_;
+  SizeClassSlabs slabs_;
   Messenger messenger_;
   ChunkCache chunks_;
 

@@ -12,7 +12,7 @@ void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
   active_[sc] = m;
 }
 
-bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
+FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   // Carve the active slab's tail, unless that would touch pages never
   // written (or purged) while a cached chunk still has resident pages: a
   // slab on that chunk serves first, so the footprint does not grow while
@@ -25,7 +25,7 @@ bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   ChunkMeta* m = active_[sc];
   if (m == nullptr || slab::fully_carved(m)) {
     m = cache.take(order);
-    if (m == nullptr) return false;
+    if (m == nullptr) return nullptr;
     start(m, sc);
   } else if (slab::carve_touches_fresh(m)) {
     if (ChunkMeta* resident = cache.take_resident(order)) {
@@ -33,8 +33,7 @@ bool SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
       m = resident;
     }
   }
-  carve(m, sc);
-  return true;
+  return slab::carve(m, nullptr);
 }
 
 void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache) {
@@ -65,7 +64,8 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   cache.keep(m);
 }
 
-bool SizeClassSlabs::release_unused(ChunkCache& cache) {
+bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount],
+                                    ChunkCache& cache) {
   uint64_t slabs_before = slabs_;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     // No class keeps an active slab: an awake one (on no list while active)
@@ -81,8 +81,8 @@ bool SizeClassSlabs::release_unused(ChunkCache& cache) {
     // ...and the objects on the fast list go back to their slabs (not
     // counted as frees: they were never handed out), which releases every
     // slab that has nothing else out...
-    FreeObject* list = fast_[sc];
-    fast_[sc] = nullptr;
+    FreeObject* list = fast_lists[sc];
+    fast_lists[sc] = nullptr;
     while (list != nullptr) {
       FreeObject* next = list->next;
       ChunkMeta* m = pagemap::lookup(list);

@@ -1,15 +1,16 @@
 // frontend/size_class_slabs.h — an allocator's slabs, by size class.
 //
-// Owns, per class: the fast list (objects ready to hand out), the active
-// slab (whose bump tail is being carved), the available list (awake slabs
-// with free objects, the active one excepted), and at most one spare (an
-// emptied slab kept on the available list, charged to the chunk cache's
-// reserve); and the count of slabs owned.  Sleeping slabs are on no list:
-// the frees that wake them find them again.  Every step is O(1).  Must
-// never: touch a slab another allocator owns, or hold an empty slab beyond
-// the spare (empty slabs go back to the chunk cache).
+// Owns, per class: the active slab (whose bump tail is being carved), the
+// available list (awake slabs with free objects, the active one excepted),
+// and at most one spare (an emptied slab kept on the available list,
+// charged to the chunk cache's reserve); and the count of slabs owned.
+// Sleeping slabs are on no list: the frees that wake them find them again.
+// Every step is O(1).  Its refill steps hand the allocator lists of objects
+// for a class's fast list (which the allocator owns).  Must never: touch a
+// slab another allocator owns, or hold an empty slab beyond the spare
+// (empty slabs go back to the chunk cache).
 //
-// Slab life: a new slab is carved from its bump tail a page at a time into
+// Slab life: a new slab is carved from its bump tail a page at a time for
 // the class's fast list (pages a chunk's previous use left resident are
 // carved before the class turns to other slabs, and before any untouched
 // page while a cached chunk still has resident ones).  Handing a slab's
@@ -39,56 +40,38 @@ class SizeClassSlabs {
   SizeClassSlabs(const SizeClassSlabs&) = delete;
   SizeClassSlabs& operator=(const SizeClassSlabs&) = delete;
 
-  // ---- fast path ----
-
-  // An object of class `sc` from its fast list, or nullptr when it is empty.
-  ROOST_INLINE FreeObject* pop(unsigned sc) {
-    FreeObject* p = fast_[sc];
-    if (ROOST_LIKELY(p != nullptr)) fast_[sc] = p->next;
-    return p;
-  }
-
-  // Class `sc`'s fast list head, and back from it to the class: the malloc
-  // fast path hands the slot to its slow path, because its address is then
-  // already in the argument register (passing the class would cost the fast
-  // path register copies).
-  ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
-  unsigned class_of(FreeObject* const* slot) const { return static_cast<unsigned>(slot - fast_); }
-
-  // ---- refilling a class's fast list, cheapest first ----
+  // ---- objects for an empty fast list of class `sc`, cheapest first ----
+  // Each returns a list of free objects, or nullptr when it has none.
 
   // The active slab's free objects (freed into it since it was last taken).
-  bool take_from_active(unsigned sc) {
+  FreeObject* take_from_active(unsigned sc) {
     ChunkMeta* m = active_[sc];
-    if (m == nullptr || m->free_head == nullptr) return false;
-    take(m, sc);
-    return true;
+    if (m == nullptr || m->free_head == nullptr) return nullptr;
+    return slab::take_free(m);
   }
   // The active slab's tail, while its next carve stays on resident pages.
-  bool carve_resident_tail(unsigned sc) {
+  FreeObject* carve_resident_tail(unsigned sc) {
     // The active slab has no free objects here, so it is asleep (an awake
     // slab holds free objects until taken): carving it, or switching away
     // from it, strands nothing.  Resident pages in its tail go first: a
     // slab left with such a tail would sleep on it while the class takes
     // more memory.
     ChunkMeta* m = active_[sc];
-    if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return false;
-    carve(m, sc);
-    return true;
+    if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return nullptr;
+    return slab::carve(m, nullptr);
   }
-  // An available slab, which becomes the active one.
-  bool take_available(unsigned sc, ChunkCache& cache) {
+  // An available slab's free objects; it becomes the active one.
+  FreeObject* take_available(unsigned sc, ChunkCache& cache) {
     ChunkMeta* m = available_[sc].pop_front();
-    if (m == nullptr) return false;
+    if (m == nullptr) return nullptr;
     if (m == spare_[sc]) forget_spare(sc, cache);
     active_[sc] = m;
-    take(m, sc);
-    return true;
+    return slab::take_free(m);
   }
   // The active slab's tail, touching fresh pages only when no cached chunk
   // has resident ones (a slab on that chunk then becomes the active one); or
-  // a new slab from `cache`.  False when memory runs out.
-  bool carve_fresh(unsigned sc, ChunkCache& cache);
+  // a new slab from `cache`.  nullptr when memory runs out.
+  FreeObject* carve_fresh(unsigned sc, ChunkCache& cache);
 
   // ---- a slab reached its state change (slab::return_object/batch) ----
 
@@ -96,25 +79,23 @@ class SizeClassSlabs {
   // as the class's spare within the reserve, else back to `cache`).
   inline void on_state_change(ChunkMeta* m, ChunkCache& cache);
 
-  // Lets go of everything not in use: the fast lists' objects go back to
-  // their slabs, no class keeps an active slab or a spare, and every empty
-  // slab goes back to `cache` (thread exit, trim).  True if any slab went.
-  bool release_unused(ChunkCache& cache);
+  // Lets go of everything not in use: the objects of `fast_lists` (one list
+  // per class, emptied) go back to their slabs, no class keeps an active
+  // slab or a spare, and every empty slab goes back to `cache` (thread exit,
+  // trim).  True if any slab went.
+  bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
 
   // Slabs owned (statistics: read from any thread).
   uint64_t slab_count() const { return read_counter(slabs_); }
 
  private:
   void start(ChunkMeta* m, unsigned sc);
-  void take(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::take_free(m); }
   // An awake slab other than the active one became empty.
   void on_empty(ChunkMeta* m, ChunkCache& cache);
-  void carve(ChunkMeta* m, unsigned sc) { fast_[sc] = slab::carve(m, fast_[sc]); }
   // Class `sc`'s spare is no longer one (taken for use, or released).
   void forget_spare(unsigned sc, ChunkCache& cache);
   void release(ChunkMeta* m, ChunkCache& cache);
 
-  FreeObject* fast_[sizeclass::kCount] = {};  // hot: every malloc reads it
   ChunkMeta* active_[sizeclass::kCount] = {};
   DList<ChunkMeta> available_[sizeclass::kCount] = {};
   ChunkMeta* spare_[sizeclass::kCount] = {};

@@ -44,6 +44,11 @@ void free_all_local(Allocator& a, const std::vector<void*>& objects) {
 
 }  // namespace
 
+TEST(Allocator, EveryFastListSlotMapsBackToItsClass) {
+  auto a = make(1);
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) EXPECT_EQ(a->class_of(a->fast_slot(sc)), sc);
+}
+
 TEST(Allocator, ARefillTakesObjectsFreedElsewhereBeforeFreshMemory) {
   auto owner = make(1);
   auto freer = make(2);

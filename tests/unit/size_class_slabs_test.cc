@@ -1,5 +1,5 @@
 // SizeClassSlabs (frontend/size_class_slabs.h): one allocator's slabs by
-// size class.  Carving feeds the fast list from a new slab; freed objects
+// size class.  Carving gives the fast list objects of a new slab; freed objects
 // come back through the active slab; an emptied slab stays as the class's
 // spare within the reserve and is reused before fresh pages, or goes back
 // to the chunk cache; release_unused lets go of everything.
@@ -31,24 +31,33 @@ struct Fixture {
     chunks::purge_all();
   }
   ~Fixture() {
-    slabs.release_unused(cache);
+    slabs.release_unused(fast, cache);
     cache.trim(0);
+  }
+  // An object off class `sc`'s fast list, or nullptr.
+  void* pop(unsigned sc) {
+    FreeObject* p = fast[sc];
+    if (p != nullptr) fast[sc] = p->next;
+    return p;
   }
   // An object of class `sc`, refilling the fast list as the allocator
   // does (less the inbox): the active slab's frees, its resident tail, an
   // available slab, fresh memory.
   void* alloc(unsigned sc) {
-    if (void* p = slabs.pop(sc)) return p;
-    if (slabs.take_from_active(sc) || slabs.carve_resident_tail(sc) ||
-        slabs.take_available(sc, cache) || slabs.carve_fresh(sc, cache))
-      return slabs.pop(sc);
-    return nullptr;
+    if (void* p = pop(sc)) return p;
+    FreeObject* list = slabs.take_from_active(sc);
+    if (list == nullptr) list = slabs.carve_resident_tail(sc);
+    if (list == nullptr) list = slabs.take_available(sc, cache);
+    if (list == nullptr) list = slabs.carve_fresh(sc, cache);
+    fast[sc] = list;
+    return pop(sc);
   }
   void free(void* p) {
     ChunkMeta* m = pagemap::lookup(p);
     ASSERT_NE(m, nullptr);
     if (slab::return_object(m, p)) slabs.on_state_change(m, cache);
   }
+  FreeObject* fast[sizeclass::kCount] = {};
   ChunkCache cache;
   SizeClassSlabs slabs{&kOwner};
 };
@@ -58,20 +67,15 @@ const sizeclass::ClassInfo& kInfo1K = sizeclass::kInfo.info[kClass1K];
 
 }  // namespace
 
-TEST(SizeClassSlabs, EveryFastListSlotMapsBackToItsClass) {
-  SizeClassSlabs slabs{&kOwner};
-  for (unsigned sc = 0; sc < sizeclass::kCount; sc++)
-    EXPECT_EQ(slabs.class_of(slabs.fast_slot(sc)), sc);
-}
-
 TEST(SizeClassSlabs, ANewSlabIsCarvedOntoTheFastListACarveAtATime) {
   Fixture f;
-  EXPECT_EQ(f.slabs.pop(kClass1K), nullptr);
+  EXPECT_EQ(f.slabs.take_from_active(kClass1K), nullptr);
   EXPECT_EQ(f.slabs.slab_count(), 0u);
-  ASSERT_TRUE(f.slabs.carve_fresh(kClass1K, f.cache));
+  f.fast[kClass1K] = f.slabs.carve_fresh(kClass1K, f.cache);
+  ASSERT_NE(f.fast[kClass1K], nullptr);
   EXPECT_EQ(f.slabs.slab_count(), 1u);
   std::vector<uintptr_t> got;
-  while (void* p = f.slabs.pop(kClass1K)) got.push_back(reinterpret_cast<uintptr_t>(p));
+  while (void* p = f.pop(kClass1K)) got.push_back(reinterpret_cast<uintptr_t>(p));
   ASSERT_EQ(got.size(), kInfo1K.carve);
   ChunkMeta* m = pagemap::lookup(reinterpret_cast<void*>(got[0]));
   ASSERT_NE(m, nullptr);
@@ -93,12 +97,13 @@ TEST(SizeClassSlabs, FreedObjectsComeBackThroughTheActiveSlab) {
   std::set<void*> first;
   for (uint32_t i = 0; i < kInfo1K.carve; i++) first.insert(f.alloc(kClass1K));
   ASSERT_EQ(first.size(), kInfo1K.carve);
-  EXPECT_EQ(f.slabs.pop(kClass1K), nullptr);
-  EXPECT_FALSE(f.slabs.take_from_active(kClass1K));  // nothing freed yet
+  EXPECT_EQ(f.pop(kClass1K), nullptr);
+  EXPECT_EQ(f.slabs.take_from_active(kClass1K), nullptr);  // nothing freed yet
   for (void* p : first) f.free(p);
-  ASSERT_TRUE(f.slabs.take_from_active(kClass1K));
+  f.fast[kClass1K] = f.slabs.take_from_active(kClass1K);
+  ASSERT_NE(f.fast[kClass1K], nullptr);
   std::set<void*> second;
-  while (void* p = f.slabs.pop(kClass1K)) second.insert(p);
+  while (void* p = f.pop(kClass1K)) second.insert(p);
   EXPECT_EQ(second, first);
   EXPECT_EQ(f.slabs.slab_count(), 1u);
   for (void* p : second) f.free(p);
@@ -122,7 +127,7 @@ TEST(SizeClassSlabs, AnEmptiedSlabIsTheClassSpareAndServesBeforeFreshPages) {
   // B's fast list runs dry; B's tail is untouched, so the spare comes
   // first, and its objects are A's.
   std::vector<void*> b{b_first};
-  while (void* p = f.slabs.pop(kClass1K)) b.push_back(p);
+  while (void* p = f.pop(kClass1K)) b.push_back(p);
   void* next = f.alloc(kClass1K);
   EXPECT_EQ(pagemap::lookup(next), slab_a);
   f.free(next);
@@ -167,12 +172,12 @@ TEST(SizeClassSlabs, ReleaseUnusedLetsGoOfEverySlabWithNothingOut) {
   }
   EXPECT_GE(f.slabs.slab_count(), 4u);
   // Slabs with an object out stay; the others go, fast lists included.
-  EXPECT_TRUE(f.slabs.release_unused(f.cache));
+  EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
   std::set<ChunkMeta*> holding;
   for (void* p : held) holding.insert(pagemap::lookup(p));
   EXPECT_EQ(f.slabs.slab_count(), holding.size());
   for (void* p : held) f.free(p);
-  f.slabs.release_unused(f.cache);
+  f.slabs.release_unused(f.fast, f.cache);
   EXPECT_EQ(f.slabs.slab_count(), 0u);
   for (void* p : held) EXPECT_EQ(pagemap::lookup(p), nullptr);
 }
