@@ -3,8 +3,9 @@
 // Owns: edge behaviour as glibc has it: NULL + errno on failure, overflow
 // checks, alignment validation, realloc's NULL/zero cases.  Both the
 // overriding entry points (override_malloc.cc) and the prefixed ones
-// (prefixed.cc) are thin names over these.  Must never: hold allocator
-// state.
+// (prefixed.cc) are thin names over these, and over heap::alloc and
+// heap::dealloc for malloc and free, which have no edge rules of their own.
+// Must never: hold allocator state.
 #pragma once
 
 #include <cerrno>
@@ -15,10 +16,6 @@
 #define ROOST_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace roost::api {
-
-ROOST_INLINE void* malloc(size_t size) { return heap::alloc(size); }
-
-ROOST_INLINE void free(void* p) { heap::dealloc(p, "free"); }
 
 inline void* calloc(size_t count, size_t size) {
   size_t bytes;

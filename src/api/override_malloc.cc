@@ -2,14 +2,14 @@
 // names, for LD_PRELOAD (libroost.so) and static linking (libroost.a).
 //
 // Must never: contain logic beyond naming; every body is one call into
-// api/api.h.  All of them sit in this one object so a static link takes
-// none of glibc's malloc.
+// api/api.h (or frontend/heap.h for malloc and the frees).  All of them sit in this one object so a
+// static link takes none of glibc's malloc.
 #include "api/api.h"
 
 using namespace roost;
 
-ROOST_EXPORT void* malloc(size_t size) { return api::malloc(size); }
-ROOST_EXPORT void free(void* p) { api::free(p); }
+ROOST_EXPORT void* malloc(size_t size) { return heap::alloc(size); }
+ROOST_EXPORT void free(void* p) { heap::dealloc(p, "free"); }
 ROOST_EXPORT void* calloc(size_t count, size_t size) { return api::calloc(count, size); }
 ROOST_EXPORT void* realloc(void* p, size_t size) { return api::realloc(p, size); }
 ROOST_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
@@ -25,8 +25,10 @@ ROOST_EXPORT void* memalign(size_t align, size_t size) { return api::memalign(al
 ROOST_EXPORT void* valloc(size_t size) { return api::valloc(size); }
 ROOST_EXPORT void* pvalloc(size_t size) { return api::pvalloc(size); }
 ROOST_EXPORT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
-ROOST_EXPORT void free_sized(void* p, size_t) { api::free(p); }
-ROOST_EXPORT void free_aligned_sized(void* p, size_t, size_t) { api::free(p); }
+ROOST_EXPORT void free_sized(void* p, size_t) { heap::dealloc(p, "free_sized"); }
+ROOST_EXPORT void free_aligned_sized(void* p, size_t, size_t) {
+  heap::dealloc(p, "free_aligned_sized");
+}
 ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }
 // glibc's legacy name for free, still called by some programs.
-ROOST_EXPORT void cfree(void* p) { api::free(p); }
+ROOST_EXPORT void cfree(void* p) { heap::dealloc(p, "cfree"); }

@@ -45,6 +45,8 @@ ROOST_INLINE void* new_impl(size_t size) {
   return new_failed(size, 1, false);
 }
 
+ROOST_INLINE void delete_impl(void* p) { heap::dealloc(p, "operator delete"); }
+
 ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
   void* p = heap::alloc_aligned(static_cast<size_t>(align), size);
   if (ROOST_LIKELY(p != nullptr)) return p;
@@ -64,21 +66,23 @@ ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
 
-ROOST_NEW_EXPORT void operator delete(void* p) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, size_t) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { api::free(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept { api::free(p); }
+ROOST_NEW_EXPORT void operator delete(void* p) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete[](void* p) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete(void* p, size_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete[](void* p, size_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  delete_impl(p);
+}
 ROOST_NEW_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  api::free(p);
+  delete_impl(p);
 }
 ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  api::free(p);
+  delete_impl(p);
 }
 ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  api::free(p);
+  delete_impl(p);
 }

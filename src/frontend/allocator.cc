@@ -8,6 +8,12 @@
 
 namespace roost {
 
+void* Allocator::refill_at(FreeObject** slot) {
+  unsigned sc = class_of(slot);
+  if (ROOST_UNLIKELY(stand_in_ != nullptr)) return stand_in_(sc);
+  return refill(sc);
+}
+
 void* Allocator::refill_from_other_slab(unsigned sc) {
   if (FreeObject* list = slabs_.carve_resident_tail(sc)) return hand_out(sc, list);
   for (unsigned round = 0;; round++) {

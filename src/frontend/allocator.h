@@ -13,9 +13,9 @@
 // which coordinate the components, are noinline in allocator.cc.
 //
 // Owns: the fast lists, the class counters, its components, and the rules
-// between them (when the inbox is visited, where slabs come from and go).  Must never: take a lock, make a
-// syscall or do an atomic read-modify-write on a fast path; touch another
-// allocator's slabs; know which thread holds it (frontend/allocator_pool.h).
+// between them (when the inbox is visited, where slabs come from and go).  Must never: take a lock,
+// make a syscall or do an atomic read-modify-write on a fast path; touch another allocator's slabs;
+// know which thread holds it (frontend/allocator_pool.h).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +41,16 @@ struct ClassCounters {
 
 class Allocator {
  public:
+  // A placeholder allocator owns nothing and never will: every allocation
+  // from it reaches its refill, which hands the class to `stand_in` (a
+  // thread without an allocator points at one; the allocator pool's stand-in
+  // binds the thread an allocator and allocates from that).
+  using StandIn = void* (*)(unsigned sc);
+
   // `id`: a small dense integer, unique among live allocators (outbox
-  // buckets are picked by its bits).
-  constexpr explicit Allocator(uint32_t id) : slabs_(this), messenger_(id, this) {}
+  // buckets are picked by its bits); `stand_in`: see StandIn, or nullptr.
+  constexpr explicit Allocator(uint32_t id, StandIn stand_in = nullptr)
+      : slabs_(this), messenger_(id, this), stand_in_(stand_in) {}
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
@@ -62,6 +69,9 @@ class Allocator {
     }
     return p;
   }
+  // The malloc fast path's slow path: the fast list at `slot` (see
+  // fast_slot()) ran dry.  refill(), or the placeholder's stand-in.
+  ROOST_NOINLINE void* refill_at(FreeObject** slot);
   // Class `sc`'s fast list ran dry: refills it and returns an object;
   // nullptr with errno ENOMEM when memory runs out.
   void* refill(unsigned sc) {
@@ -154,6 +164,7 @@ class Allocator {
   SizeClassSlabs slabs_;
   Messenger messenger_;
   ChunkCache chunks_;
+  StandIn stand_in_;
 
   friend class Messenger;  // Messenger::owner_of, below
 };

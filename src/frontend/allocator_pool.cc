@@ -16,7 +16,7 @@
 
 namespace roost::pool {
 
-constinit Allocator g_unbound{0};
+constinit Allocator g_unbound{0, alloc_unbound};
 __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) = &g_unbound;
 
 namespace {

@@ -13,8 +13,9 @@
 
 namespace roost::pool {
 
-// Owns nothing and has no free objects: a thread without an allocator points
-// here, so its first malloc falls into the slow path that binds one.
+// A placeholder (owns nothing, has no free objects): a thread without an
+// allocator points here, so its first malloc falls into the slow path, where
+// the placeholder's stand-in, alloc_unbound(), binds one.
 extern Allocator g_unbound ROOST_HIDDEN;
 
 extern __thread Allocator* t_alloc __attribute__((tls_model("initial-exec"))) ROOST_HIDDEN;

@@ -24,13 +24,6 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 
 uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
 
-void* alloc_refill(FreeObject** slot) {
-  Allocator* a = pool::current();
-  unsigned sc = a->class_of(slot);
-  if (ROOST_UNLIKELY(pool::is_unbound(a))) return pool::alloc_unbound(sc);
-  return a->refill(sc);
-}
-
 void* alloc_large(size_t size, size_t align, bool zero) {
   if (size > config::kMaxRequest || !pool::global_init()) {
     errno = ENOMEM;

@@ -12,8 +12,6 @@
 namespace roost::heap {
 
 // Slow paths (heap.cc).
-// The calling thread's fast list `slot` (Allocator::fast_slot) ran dry.
-ROOST_NOINLINE void* alloc_refill(FreeObject** slot);
 ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
 // A free the fast path did not take: `m` is its lookup (not nullptr), `a`
 // the calling thread's allocator.  The usual case is another allocator's
@@ -27,7 +25,7 @@ ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 ROOST_INLINE void* alloc_class(unsigned sc) {
   Allocator* a = pool::current();
   if (void* p = a->pop(sc); ROOST_LIKELY(p != nullptr)) return p;
-  return alloc_refill(a->fast_slot(sc));
+  return a->refill_at(a->fast_slot(sc));
 }
 
 ROOST_INLINE void* alloc(size_t size) {
