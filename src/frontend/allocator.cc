@@ -8,10 +8,10 @@
 
 namespace roost {
 
-void* Allocator::refill_at(FreeObject** slot) {
-  unsigned sc = class_of(slot);
-  if (ROOST_UNLIKELY(stand_in_ != nullptr)) return stand_in_(sc);
-  return refill(sc);
+void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
+  unsigned sc = a->class_of(slot);
+  if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
+  return a->refill(sc);
 }
 
 void* Allocator::refill_from_other_slab(unsigned sc) {

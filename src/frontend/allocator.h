@@ -70,8 +70,10 @@ class Allocator {
     return p;
   }
   // The malloc fast path's slow path: the fast list at `slot` (see
-  // fast_slot()) ran dry.  refill(), or the placeholder's stand-in.
-  ROOST_NOINLINE void* refill_at(FreeObject** slot);
+  // fast_slot()) of allocator `a` ran dry.  refill(), or the placeholder's
+  // stand-in.  (The slot comes first: the fast path has it in the first
+  // argument's register already.)
+  ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
   // Class `sc`'s fast list ran dry: refills it and returns an object;
   // nullptr with errno ENOMEM when memory runs out.
   void* refill(unsigned sc) {
@@ -155,7 +157,7 @@ class Allocator {
   ROOST_NOINLINE void post_and_visit();
   // Takes messages from the inbox (see Messenger::receive); returns the
   // objects received.
-  uint64_t receive(bool all);
+  ROOST_NOINLINE uint64_t receive(bool all);
 
   // The fast lists first: the malloc fast path's slot address is then the
   // allocator's plus the class's offset alone.

@@ -25,7 +25,7 @@ ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 ROOST_INLINE void* alloc_class(unsigned sc) {
   Allocator* a = pool::current();
   if (void* p = a->pop(sc); ROOST_LIKELY(p != nullptr)) return p;
-  return a->refill_at(a->fast_slot(sc));
+  return Allocator::refill_at(a->fast_slot(sc), a);
 }
 
 ROOST_INLINE void* alloc(size_t size) {
