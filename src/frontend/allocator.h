@@ -13,9 +13,10 @@
 // which coordinate the components, are noinline in allocator.cc.
 //
 // Owns: the fast lists, the class counters, its components, and the rules
-// between them (when the inbox is visited, where slabs come from and go).  Must never: take a lock,
-// make a syscall or do an atomic read-modify-write on a fast path; touch another allocator's slabs;
-// know which thread holds it (frontend/allocator_pool.h).
+// between them (when the inbox is visited, where slabs come from and go).
+// Must never: take a lock, make a syscall or do an atomic read-modify-write
+// on a fast path; touch another allocator's slabs; know which thread holds
+// it (frontend/allocator_pool.h).
 #pragma once
 
 #include <cstdint>
