@@ -60,8 +60,16 @@ class Allocator {
 
   // ---- allocation ----
 
-  // Fast path: an object of class `sc` off its fast list (counted), or
-  // nullptr when the list is empty and refill() must run.
+  // An object of class `sc`: the fast path takes it off the class's fast
+  // list; an empty list is refilled (refill_at).  nullptr with errno ENOMEM
+  // when memory runs out.
+  ROOST_INLINE void* alloc(unsigned sc) {
+    if (void* p = pop(sc); ROOST_LIKELY(p != nullptr)) return p;
+    return refill_at(&fast_[sc], this);
+  }
+
+  // An object of class `sc` off its fast list (counted), or nullptr when
+  // the list is empty.
   ROOST_INLINE void* pop(unsigned sc) {
     FreeObject* p = fast_[sc];
     if (ROOST_LIKELY(p != nullptr)) {
@@ -70,10 +78,10 @@ class Allocator {
     }
     return p;
   }
-  // The malloc fast path's slow path: the fast list at `slot` (see
-  // fast_slot()) of allocator `a` ran dry.  refill(), or the placeholder's
-  // stand-in.  (The slot comes first: the fast path has it in the first
-  // argument's register already.)
+  // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
+  // refill(), or the placeholder's stand-in.  (The slot comes first: the
+  // fast path has its address in the first argument's register already;
+  // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
   // Class `sc`'s fast list ran dry: refills it and returns an object;
   // nullptr with errno ENOMEM when memory runs out.
@@ -85,17 +93,10 @@ class Allocator {
       return hand_out(sc, list);
     return refill_from_other_slab(sc);
   }
-  // Class `sc`'s fast list head, and back from it to the class: the malloc
-  // fast path hands the slot to its slow path, because its address is then
-  // already in the argument register (passing the class would cost the fast
-  // path register copies).
-  ROOST_INLINE FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
+  // Class `sc`'s fast list head (what refill_at() is given), and back from
+  // it to the class.
+  FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
   unsigned class_of(FreeObject* const* slot) const { return static_cast<unsigned>(slot - fast_); }
-  // pop(), else refill().
-  void* alloc(unsigned sc) {
-    void* p = pop(sc);
-    return p != nullptr ? p : refill(sc);
-  }
 
   // ---- free ----
 

@@ -111,7 +111,7 @@ void* alloc_aligned(size_t align, size_t size) {
       // gives aligned objects.  Within four classes a power of two comes.
       unsigned sc = sizeclass::from_size(s);
       while (sc < sizeclass::kCount && (sizeclass::kInfo.info[sc].size & (align - 1)) != 0) sc++;
-      if (sc < sizeclass::kCount) return alloc_class(sc);
+      if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
     }
   }
   return alloc_large(size, align, false);

@@ -21,17 +21,11 @@ ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char
 // (looked up again to tell an interior pointer) or foreign.
 ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
-// An object of class `sc` for the calling thread.
-ROOST_INLINE void* alloc_class(unsigned sc) {
-  Allocator* a = pool::current();
-  if (void* p = a->pop(sc); ROOST_LIKELY(p != nullptr)) return p;
-  return Allocator::refill_at(a->fast_slot(sc), a);
-}
-
 ROOST_INLINE void* alloc(size_t size) {
   if (ROOST_LIKELY(size <= config::kTableClassified))
-    return alloc_class(sizeclass::from_size_table(size));
-  if (ROOST_LIKELY(size <= config::kMaxSmall)) return alloc_class(sizeclass::from_size_clz(size));
+    return pool::current()->alloc(sizeclass::from_size_table(size));
+  if (ROOST_LIKELY(size <= config::kMaxSmall))
+    return pool::current()->alloc(sizeclass::from_size_clz(size));
   return alloc_large(size, 1, false);
 }
 
