@@ -64,20 +64,15 @@ class Allocator {
   // list; an empty list is refilled (refill_at).  nullptr with errno ENOMEM
   // when memory runs out.
   ROOST_INLINE void* alloc(unsigned sc) {
-    if (void* p = pop(sc); ROOST_LIKELY(p != nullptr)) return p;
-    return refill_at(&fast_[sc], this);
-  }
-
-  // An object of class `sc` off its fast list (counted), or nullptr when
-  // the list is empty.
-  ROOST_INLINE void* pop(unsigned sc) {
     FreeObject* p = fast_[sc];
     if (ROOST_LIKELY(p != nullptr)) {
       fast_[sc] = p->next;
       counters_.allocs[sc]++;
+      return p;
     }
-    return p;
+    return refill_at(&fast_[sc], this);
   }
+
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
   // refill(), or the placeholder's stand-in.  (The slot comes first: the
   // fast path has its address in the first argument's register already;
@@ -93,8 +88,9 @@ class Allocator {
       return hand_out(sc, list);
     return refill_from_other_slab(sc);
   }
-  // Class `sc`'s fast list head (what refill_at() is given), and back from
-  // it to the class.
+  // Class `sc`'s fast list head (what refill_at() is given; what a test
+  // empties to make the next allocation refill), and back from it to the
+  // class.
   FreeObject** fast_slot(unsigned sc) { return &fast_[sc]; }
   unsigned class_of(FreeObject* const* slot) const { return static_cast<unsigned>(slot - fast_); }
 
@@ -103,10 +99,17 @@ class Allocator {
   // Does this allocator own slab `m`?  (Large objects have no owner.)
   ROOST_INLINE bool owns(const ChunkMeta* m) const { return m->owner == this; }
 
-  // Fast path for an object of a slab this allocator owns.
-  ROOST_INLINE void free_local(ChunkMeta* m, void* p) {
+  // The free fast path: frees `p` (16-byte aligned, in chunk `m`) and
+  // returns true when it is an object of a slab this allocator owns; false
+  // leaves it to the caller's slow path (another allocator's object, a large
+  // one, misuse).  The exact object-start test costs a multiply chain, so
+  // only checked builds make it here (every slow path makes it).
+  [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p) {
+    if (ROOST_UNLIKELY(m->owner != this)) return false;
+    if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
     counters_.frees[m->sizeclass]++;
     if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
+    return true;
   }
 
   // An object of a slab another allocator owns: into the BatchIt cache and
@@ -148,8 +151,9 @@ class Allocator {
   // `list` (not empty) becomes class `sc`'s fast list; returns its first
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
-    fast_[sc] = list;
-    return pop(sc);
+    fast_[sc] = list->next;
+    counters_.allocs[sc]++;
+    return list;
   }
   ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
   // A free brought slab `m` to its state change.

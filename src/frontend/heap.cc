@@ -63,9 +63,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
         // Past the thread's exit hook: count here and post the object alone.
         g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
         Messenger::send_alone(m, p);
-      } else if (a->owns(m)) {  // a pooled allocator that owns it came back
-        a->free_local(m, p);
-      } else {
+      } else if (!a->try_free_local(m, p)) {  // owned: a pooled allocator came back
         a->free_remote(m, p);
       }
       return;

@@ -33,10 +33,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup_aligned(p);
   Allocator* a = pool::current();
   if (ROOST_LIKELY(m != nullptr)) {
-    if (ROOST_LIKELY(a->owns(m) && slab::exact_start_if_checked(m, p))) {
-      a->free_local(m, p);
-      return;
-    }
+    if (ROOST_LIKELY(a->try_free_local(m, p))) return;
     dealloc_slow(p, m, a, where);
     return;
   }

@@ -30,14 +30,6 @@ ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
   return index * m->obj_size == off;
 }
 
-// The free fast path checks 16-byte alignment (inside
-// pagemap::lookup_aligned); the exact test above costs a multiply chain, so
-// the fast path adds it only in checked builds.  Every slow path uses it.
-ROOST_INLINE bool exact_start_if_checked(const ChunkMeta* m, const void* p) {
-  if constexpr (config::kCheckedFree) return is_object_start(m, p);
-  return true;
-}
-
 // Frees that wake a sleeping slab: the class's wake threshold, or every
 // object carved so far when fewer are out (a slab carved a few big objects
 // at a time must still wake, and go back when they all return).

@@ -34,12 +34,14 @@ std::unique_ptr<Allocator> make(uint32_t id) {
 // refills), returning it.
 std::vector<void*> drain_fast_list(Allocator& a) {
   std::vector<void*> v;
-  while (void* p = a.pop(kClass)) v.push_back(p);
+  FreeObject** head = a.fast_slot(kClass);
+  for (FreeObject* p = *head; p != nullptr; p = p->next) v.push_back(p);
+  *head = nullptr;
   return v;
 }
 
 void free_all_local(Allocator& a, const std::vector<void*>& objects) {
-  for (void* p : objects) a.free_local(pagemap::lookup(p), p);
+  for (void* p : objects) ASSERT_TRUE(a.try_free_local(pagemap::lookup(p), p));
 }
 
 }  // namespace
@@ -47,6 +49,31 @@ void free_all_local(Allocator& a, const std::vector<void*>& objects) {
 TEST(Allocator, EveryFastListSlotMapsBackToItsClass) {
   auto a = make(1);
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) EXPECT_EQ(a->class_of(a->fast_slot(sc)), sc);
+}
+
+TEST(Allocator, TheLocalFreeTakesOnlyItsOwnObjects) {
+  auto owner = make(1);
+  auto other = make(2);
+  void* p = owner->alloc(kClass);
+  ChunkMeta* m = pagemap::lookup(p);
+  // Another allocator's object is left to the caller, uncounted.
+  EXPECT_FALSE(other->try_free_local(m, p));
+  EXPECT_EQ(other->class_counters().frees[kClass], 0u);
+  if constexpr (config::kCheckedFree) {
+    // So is an interior pointer, in the build that checks on the fast path.
+    EXPECT_FALSE(owner->try_free_local(m, static_cast<char*>(p) + 16));
+    EXPECT_EQ(owner->class_counters().frees[kClass], 0u);
+  }
+  // The owner takes it back: the next allocation of the class returns it.
+  EXPECT_TRUE(owner->try_free_local(m, p));
+  EXPECT_EQ(owner->class_counters().frees[kClass], 1u);
+  std::vector<void*> rest = drain_fast_list(*owner);
+  void* again = owner->alloc(kClass);
+  EXPECT_EQ(again, p);
+  free_all_local(*owner, rest);
+  free_all_local(*owner, {again});
+  owner->release_unused();
+  EXPECT_EQ(owner->slab_count(), 0u);
 }
 
 TEST(Allocator, ARefillTakesObjectsFreedElsewhereBeforeFreshMemory) {
@@ -89,10 +116,10 @@ TEST(Allocator, LocalFreesVisitTheInboxOncePerWakeCount) {
   uint32_t wake = slab::wake_count(pagemap::lookup(objects[0]));
   ASSERT_GT(wake, 1u);
   for (uint32_t i = 0; i + 1 < wake; i++)
-    owner->free_local(pagemap::lookup(objects[i]), objects[i]);
+    ASSERT_TRUE(owner->try_free_local(pagemap::lookup(objects[i]), objects[i]));
   EXPECT_EQ(owner->message_counters().inbox_drains, 0u);
   // ...the one that wakes the slab does.
-  owner->free_local(pagemap::lookup(objects[wake - 1]), objects[wake - 1]);
+  ASSERT_TRUE(owner->try_free_local(pagemap::lookup(objects[wake - 1]), objects[wake - 1]));
   EXPECT_EQ(owner->message_counters().inbox_drains, 1u);
   EXPECT_EQ(owner->message_counters().messages_received, 1u);
   free_all_local(*owner, std::vector<void*>(objects.begin() + wake, objects.end()));

@@ -93,7 +93,7 @@ TEST(Messenger, RemoteFreesWaitUntilPostedThenGoHomeAsOneBatchPerSlab) {
   size_t reused = 0;
   for (void* p : again) reused += before.count(p);
   EXPECT_EQ(reused, 100u);
-  for (void* p : again) owner->free_local(pagemap::lookup(p), p);
+  for (void* p : again) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
   settle_and_release({owner.get(), freer.get()});
 }
 
