@@ -3,8 +3,9 @@
 // Malformed and out-of-range values warn once and keep the default, unknown
 // ROOST_* variables warn, boolean words work (ROOST_BATCHIT=off switches
 // BatchIt off, ROOST_STATS=yes prints the counters at exit), ROOST_VERBOSE=1
-// and roost_print_options() print the options in force, and with no ROOST_*
-// variable roost prints nothing.
+// and roost_print_options() print the options in force (preloaded, even
+// into a program that never allocates), and with no ROOST_* variable roost
+// prints nothing.
 //
 // ROOSTTEST_PROBE names the probe to run; ROOSTTEST_PRELOAD, when set, the
 // library to preload into it (options_env.prefixed and options_env.preload in
@@ -39,13 +40,22 @@ struct ProbeRun {
 // Runs the probe in `mode` with this process's environment less every
 // ROOST_* variable and LD_PRELOAD, plus `vars` (and LD_PRELOAD when
 // ROOSTTEST_PRELOAD is set).
+ProbeRun run_program(const std::string& program, const char* arg,
+                     const std::vector<std::string>& vars);
+
 ProbeRun run_probe(const char* mode, const std::vector<std::string>& vars) {
-  ProbeRun r;
   const char* probe = getenv("ROOSTTEST_PROBE");
   if (probe == nullptr) {
     ADD_FAILURE() << "ROOSTTEST_PROBE is not set (run through ctest)";
-    return r;
+    return ProbeRun{};
   }
+  return run_program(probe, mode, vars);
+}
+
+// run_probe() for any program, with one argument or none (`arg` nullptr).
+ProbeRun run_program(const std::string& program, const char* arg,
+                     const std::vector<std::string>& vars) {
+  ProbeRun r;
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; e++) {
     if (strncmp(*e, "ROOST_", 6) == 0 || strncmp(*e, "LD_PRELOAD=", 11) == 0) continue;
@@ -57,8 +67,8 @@ ProbeRun run_probe(const char* mode, const std::vector<std::string>& vars) {
   std::vector<char*> envp;
   for (std::string& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string probe_path = probe, mode_arg = mode;
-  char* argv[] = {probe_path.data(), mode_arg.data(), nullptr};
+  std::string path = program, arg_copy = arg != nullptr ? arg : "";
+  char* argv[] = {path.data(), arg != nullptr ? arg_copy.data() : nullptr, nullptr};
 
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) {
@@ -265,6 +275,20 @@ TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
     EXPECT_TRUE(has_line(r.err, line)) << line << "\n" << r.describe();
   // Once, though the probe allocates on.
   EXPECT_EQ(lines(r.err).size(), lines(run_probe("print", {}).err).size()) << r.describe();
+}
+
+// The overriding library reads its options when the program starts, not
+// only at its first allocation: a program that never allocates (true(1))
+// still gets the warnings and the verbose print.
+TEST(OptionsEnv, AProgramThatNeverAllocatesStillGetsTheWarnings) {
+  if (getenv("ROOSTTEST_PRELOAD") == nullptr)
+    GTEST_SKIP() << "the prefixed library serves only programs that call it";
+  ProbeRun r = run_program("/bin/true", nullptr, {"ROOST_VERBOSE=1", "ROOST_BATCH_IT=0"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(has_line(
+      r.err, "roost: unknown variable ROOST_BATCH_IT ignored (did you mean ROOST_BATCHIT?)"))
+      << r.describe();
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_VERBOSE=1 (from the environment)")) << r.describe();
 }
 
 TEST(OptionsEnv, PrintOptionsWritesTheOptionsInForce) {

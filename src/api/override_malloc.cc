@@ -2,11 +2,17 @@
 // names, for LD_PRELOAD (libroost.so) and static linking (libroost.a).
 //
 // Must never: contain logic beyond naming; every body is one call into
-// api/api.h (or frontend/heap.h for malloc and the frees).  All of them sit in this one object so a
-// static link takes none of glibc's malloc.
+// api/api.h (or frontend/heap.h for malloc and the frees).  All of them sit
+// in this one object so a static link takes none of glibc's malloc.
 #include "api/api.h"
+#include "options.h"
 
 using namespace roost;
+
+// Options are read on the first allocation; a program that overrides its
+// malloc with roost reads them when it starts as well, so that the option
+// warnings and ROOST_VERBOSE speak for a program that never allocates.
+__attribute__((constructor)) static void read_options_at_start() { options::load(); }
 
 ROOST_EXPORT void* malloc(size_t size) { return heap::alloc(size); }
 ROOST_EXPORT void free(void* p) { heap::dealloc(p, "free"); }
