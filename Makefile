@@ -8,7 +8,7 @@ CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full clean format
+.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full install clean format
 
 all: release
 
@@ -35,6 +35,12 @@ bench: release
 
 bench-full: release
 	bash bench/run --full
+
+# `make install PREFIX=/opt/roost`: the release build under PREFIX (default
+# /usr/local): headers, libraries, roost-run, CMake package, pkg-config files.
+PREFIX ?= /usr/local
+install: release
+	$(CMAKE) --install build/release --prefix $(PREFIX)
 
 clean:
 	rm -rf build

@@ -7,12 +7,24 @@
 #ifndef ROOST_H
 #define ROOST_H
 
+/* The version of this header (CMakeLists.txt reads it from here). */
+#define ROOST_VERSION_MAJOR 0
+#define ROOST_VERSION_MINOR 1
+#define ROOST_VERSION_PATCH 0
+/* major * 10000 + minor * 100 + patch: 0.1.0 is 100. */
+#define ROOST_VERSION \
+  (ROOST_VERSION_MAJOR * 10000 + ROOST_VERSION_MINOR * 100 + ROOST_VERSION_PATCH)
+
 #include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of the library linked or loaded, as ROOST_VERSION: compare
+ * it with the header's to catch a mismatch. */
+int roost_version(void);
 
 void* roost_malloc(size_t size);
 void roost_free(void* ptr);

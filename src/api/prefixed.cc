@@ -16,3 +16,4 @@ ROOST_EXPORT void* roost_aligned_alloc(size_t align, size_t size) {
 }
 ROOST_EXPORT size_t roost_usable_size(const void* p) { return api::usable_size(p); }
 ROOST_EXPORT int roost_trim(void) { return api::trim(0); }
+ROOST_EXPORT int roost_version(void) { return ROOST_VERSION; }

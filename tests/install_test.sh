@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tests/install_test.sh BUILD_DIR WORK_DIR — roost as a user installs and
+# finds it.  Installs BUILD_DIR into a prefix, moves the prefix (nothing
+# installed may point back at the build), then:
+#   - pkg-config: builds tests/install/probe.c against roost and
+#     roost-prefixed and runs both;
+#   - find_package(roost): builds tests/install/ (roost::roost,
+#     roost::prefixed, roost::shared) and runs each probe;
+#   - roost-run: --version, --help listing every option of src/options.def,
+#     and python3 under --stats=json with the JSON parsed.
+# Each probe exits 0 only if roost's counters moved by what it allocated.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+work=$2
+src=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+
+step() { echo "--- $*"; }
+
+step "install"
+cmake --install "$build" --prefix "$work/staged" >/dev/null
+mv "$work/staged" "$work/prefix"
+prefix=$work/prefix
+if grep -rIl -- "$build" "$prefix" 2>/dev/null; then
+  echo "FAIL: installed text files name the build folder" >&2
+  exit 1
+fi
+libdir=$(dirname "$(find "$prefix" -name roost.pc)")/..
+libdir=$(cd "$libdir" && pwd)
+for f in include/roost.h include/roost_stats.def bin/roost-run; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
+done
+soname=$(objdump -p "$libdir/libroost.so" | awk '$1 == "SONAME" {print $2}')
+[[ "$soname" =~ ^libroost\.so\.[0-9]+$ ]] || { echo "FAIL: SONAME '$soname'" >&2; exit 1; }
+echo "SONAME $soname"
+
+step "pkg-config"
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc=${CC:-cc}
+# shellcheck disable=SC2046
+$cc -o "$work/probe_pc" "$src/tests/install/probe.c" $(pkg-config --cflags --libs roost)
+LD_LIBRARY_PATH=$libdir "$work/probe_pc"
+# shellcheck disable=SC2046
+$cc -DPROBE_PREFIXED -o "$work/probe_pc_prefixed" "$src/tests/install/probe.c" \
+  $(pkg-config --cflags --libs roost-prefixed)
+"$work/probe_pc_prefixed"
+[ "$(pkg-config --modversion roost)" = "$("$prefix/bin/roost-run" --version | awk '{print $2}')" ]
+
+step "find_package"
+cmake -S "$src/tests/install" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/consumer" >/dev/null
+for p in probe_roost probe_prefixed probe_shared; do "$work/consumer/$p"; done
+
+step "roost-run"
+run=$prefix/bin/roost-run
+"$run" --version
+help=$("$run" --help)
+for var in $(grep -o '"ROOST_[A-Z_]*"' "$src/src/options.def" | tr -d '"'); do
+  grep -q "^  $var " <<<"$help" || { echo "FAIL: --help does not list $var" >&2; exit 1; }
+done
+"$run" --stats=json -- python3 -c 'print(sum(range(1000)))' 2>"$work/stats.json" >"$work/out"
+[ "$(cat "$work/out")" = 499500 ]
+python3 - "$work/stats.json" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+totals = stats["totals"]
+assert totals["allocations"] > 1000, totals
+assert totals["bytes_reserved"] > 0, totals
+print("stats=json: %d allocations, %d frees" % (totals["allocations"], totals["frees"]))
+PY
+echo "install test: ok"

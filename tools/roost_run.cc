@@ -1,0 +1,197 @@
+// tools/roost_run.cc — roost-run, the launcher: runs a program with roost
+// preloaded and its options set.
+//
+//   roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...
+//             [--] program [args...]
+//
+// Owns: finding the library (next to the launcher in a build tree, or in
+// the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
+// variables of the program it runs, and the option help, which it takes
+// from src/options.def like everything else that lists the options.  Must
+// never: link roost itself, parse or judge option values (roost does, and
+// warns), or drop a variable the caller had set but for the ones it names.
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "roost.h"
+
+namespace {
+
+struct Option {
+  const char* variable;
+  const char* default_value;
+  const char* help;
+};
+
+constexpr Option kOptions[] = {
+#define ROOST_OPTION(id, variable, type, default_value, min, max, help) \
+  {variable, default_value, help},
+#include "options.def"
+#undef ROOST_OPTION
+};
+
+// The SONAME file (libroost.so.MAJOR): in a build tree and in an install.
+#define ROOST_STR2(x) #x
+#define ROOST_STR(x) ROOST_STR2(x)
+constexpr const char* kVersion = ROOST_STR(ROOST_VERSION_MAJOR) "." ROOST_STR(
+    ROOST_VERSION_MINOR) "." ROOST_STR(ROOST_VERSION_PATCH);
+
+#ifndef ROOST_RUN_LIBDIR
+#define ROOST_RUN_LIBDIR "lib"  // the install's library folder, relative to its prefix
+#endif
+
+// Writes `text` from column `indent` (where the line already is) to
+// `width`, words unbroken, continuation lines indented alike.
+void print_wrapped(FILE* to, const char* text, int indent, int width) {
+  int column = indent;
+  while (*text != '\0') {
+    while (*text == ' ') text++;
+    int word = static_cast<int>(strcspn(text, " "));
+    if (word == 0) break;
+    if (column > indent && column + 1 + word > width) {
+      fprintf(to, "\n%*s", indent, "");
+      column = indent;
+    }
+    fprintf(to, " %.*s", word, text);
+    column += 1 + word;
+    text += word;
+  }
+  fputc('\n', to);
+}
+
+void usage(FILE* to) {
+  fprintf(to,
+          "usage: roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...\n"
+          "                 [--] program [args...]\n"
+          "       roost-run --help | --version\n"
+          "\n"
+          "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
+          "\n"
+          "  --secure             preload the hardened library, libroost-secure\n"
+          "  --stats              print roost's counters to stderr at exit (ROOST_STATS=1)\n"
+          "  --stats=json         the same as one JSON object (ROOST_STATS=json)\n"
+          "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
+          "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
+          "\n"
+          "Options (environment variable, default, what it does):\n");
+  for (const Option& o : kOptions) {
+    fprintf(to, "  %-22s %-6s", o.variable, o.default_value);
+    print_wrapped(to, o.help, 31, 79);
+  }
+}
+
+[[noreturn]] void fail(const char* message, const char* detail = nullptr) {
+  if (detail != nullptr)
+    fprintf(stderr, "roost-run: %s %s\n", message, detail);
+  else
+    fprintf(stderr, "roost-run: %s\n", message);
+  fprintf(stderr, "roost-run: try 'roost-run --help'\n");
+  exit(2);
+}
+
+// The folder roost-run was started from.
+std::string own_folder() {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  char* slash = strrchr(path, '/');
+  if (slash == nullptr) return ".";
+  *slash = '\0';
+  return path;
+}
+
+// The library named `stem` (libroost or libroost-secure): beside roost-run
+// (a build tree), else in the install's library folder.
+std::string find_library(const char* stem) {
+  std::string file = std::string(stem) + ".so." + ROOST_STR(ROOST_VERSION_MAJOR);
+  std::string here = own_folder();
+  for (const std::string& dir : {here, here + "/../" ROOST_RUN_LIBDIR}) {
+    std::string candidate = dir + "/" + file;
+    char resolved[PATH_MAX];
+    if (access(candidate.c_str(), R_OK) == 0 && realpath(candidate.c_str(), resolved) != nullptr)
+      return resolved;
+  }
+  fprintf(stderr, "roost-run: %s is neither beside roost-run (%s) nor in %s/../%s\n", file.c_str(),
+          here.c_str(), here.c_str(), ROOST_RUN_LIBDIR);
+  if (strcmp(stem, "libroost-secure") == 0)
+    fprintf(stderr, "roost-run: this build of roost has no secure library\n");
+  exit(2);
+}
+
+// The option `name` names (ROOST_ optional, any case), or nullptr.
+const Option* find_option(const std::string& name) {
+  for (const Option& o : kOptions) {
+    if (strcasecmp(name.c_str(), o.variable) == 0) return &o;
+    if (strcasecmp(name.c_str(), o.variable + strlen("ROOST_")) == 0) return &o;
+  }
+  return nullptr;
+}
+
+void set_variable(const char* variable, const std::string& value) {
+  if (setenv(variable, value.c_str(), 1) != 0) fail("cannot set", variable);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool secure = false;
+  int i = 1;
+  for (; i < argc; i++) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      i++;
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) break;  // the program
+    if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (arg == "--version") {
+      printf("roost-run %s\n", kVersion);
+      return 0;
+    } else if (arg == "--secure") {
+      secure = true;
+    } else if (arg == "--stats") {
+      set_variable("ROOST_STATS", "1");
+    } else if (arg == "--stats=json") {
+      set_variable("ROOST_STATS", "json");
+    } else if (arg == "--verbose") {
+      set_variable("ROOST_VERBOSE", "1");
+    } else if (arg == "--option" || arg.rfind("--option=", 0) == 0) {
+      std::string setting;
+      if (arg == "--option") {
+        if (i + 1 >= argc) fail("--option needs NAME=VALUE");
+        setting = argv[++i];
+      } else {
+        setting = arg.substr(strlen("--option="));
+      }
+      size_t eq = setting.find('=');
+      if (eq == std::string::npos) fail("--option needs NAME=VALUE, not", setting.c_str());
+      const Option* o = find_option(setting.substr(0, eq));
+      if (o == nullptr) fail("unknown option", setting.substr(0, eq).c_str());
+      set_variable(o->variable, setting.substr(eq + 1));
+    } else {
+      fail("unknown argument", arg.c_str());
+    }
+  }
+  if (i >= argc) fail("no program to run");
+
+  std::string preload = find_library(secure ? "libroost-secure" : "libroost");
+  if (const char* old = getenv("LD_PRELOAD"); old != nullptr && *old != '\0')
+    preload += std::string(":") + old;
+  set_variable("LD_PRELOAD", preload);
+
+  execvp(argv[i], argv + i);
+  int error = errno;
+  fprintf(stderr, "roost-run: cannot run %s: %s\n", argv[i], strerror(error));
+  return error == ENOENT ? 127 : 126;
+}
