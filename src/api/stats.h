@@ -1,8 +1,8 @@
 // api/stats.h — one reading of roost's statistics, and its two reports.
 //
 // Owns: the snapshot that roost_stats(), roost_class_stats(),
-// roost_stats_json() and the report at exit read, and the text and JSON
-// forms of it.  Must
+// roost_stats_json(), the report at exit and glibc's introspection calls
+// (api/introspection.cc) read, and the text and JSON forms of it.  Must
 // never: stop other threads, take a lock while it writes, or allocate.
 #pragma once
 
