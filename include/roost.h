@@ -55,6 +55,35 @@ int roost_stats(struct roost_stats* out);
 /* Writes the counters to stderr (one line each) with write(2). */
 void roost_print_stats(void);
 
+/* Figures of one size class, summed over every allocator: one uint64_t
+ * field per ROOST_CLASS_STAT entry of roost_stats.def, in its order.  Read
+ * as roost_stats() reads its counters: approximate while threads allocate. */
+struct roost_class_stats {
+#define ROOST_CLASS_STAT(name, description) uint64_t name;
+#include "roost_stats.def"
+#undef ROOST_CLASS_STAT
+};
+
+/* The number of small-object size classes (objects above the largest
+ * class's size are large objects, counted in struct roost_stats only). */
+unsigned roost_class_count(void);
+
+/* Fills *out with the figures of size class `cls` (0 for the smallest);
+ * returns 0, or -1 if out is NULL or cls >= roost_class_count(). */
+int roost_class_stats(unsigned cls, struct roost_class_stats* out);
+
+/* Writes the statistics as one JSON object, NUL-terminated, into buf:
+ *   {"version":1,"totals":{<each roost_stats counter>:N,...},
+ *    "classes":[{"class":C,<each roost_class_stats figure>:N,...},...]}
+ * with the classes that have allocated or hold slabs, smallest first, and
+ * no spaces or newlines.  Returns the length of the whole object (the NUL
+ * not counted) as snprintf does: a result >= len means buf holds only its
+ * first len-1 characters (a prefix, not valid JSON), so call again with a
+ * bigger buffer (the figures may have grown meanwhile: leave room).  buf
+ * may be NULL when len is 0 (to learn the length); returns -1 if buf is
+ * NULL and len is not 0. */
+int roost_stats_json(char* buf, size_t len);
+
 /* Writes the run-time options in force to stderr with write(2), one line
  * each: "roost: ROOST_NAME=value (where it came from)", as ROOST_VERBOSE=1
  * does at start. */

@@ -34,16 +34,18 @@ enum class Source : uint8_t {
   kEnvironment,
   kRejected,  // the environment's value was malformed or out of range
   kSet,       // by set()
+  kImplied,   // ROOST_STATS by ROOST_STATS_FILE (see load())
 };
 
 struct Value {
   std::atomic<uint64_t> value;
   std::atomic<Source> source;
+  std::atomic<const char*> text;  // a kPath option's value (in the environment)
 };
 
 constinit Value g_values[kCount] = {
 #define ROOST_OPTION(id, variable, type, fallback, min, max, help) \
-  {default_value(id), Source::kDefault},
+  {default_value(id), Source::kDefault, nullptr},
 #include "options.def"
 #undef ROOST_OPTION
 };
@@ -60,6 +62,10 @@ const char* describe(Type type) {
       return "a size in bytes (digits, then optionally k, m, g or t)";
     case Type::kMillis:
       return "a number of milliseconds";
+    case Type::kReport:
+      return "one of 0/1, on/off, true/false, yes/no, text, json";
+    case Type::kPath:
+      return "a path";  // (any text is)
   }
   return "valid";
 }
@@ -82,8 +88,12 @@ void append_clipped(err::Line& line, const char* s, char stop) {
 
 // A value as the option's syntax writes it: 0 or 1, decimal milliseconds,
 // bytes with the largest suffix that divides them (while that leaves fewer
-// than seven digits).
+// than seven digits), a report's 0, 1 or json.
 void append_value(err::Line& line, Type type, uint64_t v) {
+  if (type == Type::kReport && v == kReportJson) {
+    line.str("json");
+    return;
+  }
   if (type == Type::kBytes && v != 0) {
     constexpr struct {
       unsigned shift;
@@ -108,6 +118,7 @@ void read_option(Id id) {
   if (p.status == Status::kOk) {
     g_values[id].value.store(p.value, std::memory_order_relaxed);
     g_values[id].source.store(Source::kEnvironment, std::memory_order_relaxed);
+    if (o.type == Type::kPath && *s != 0) g_values[id].text.store(s, std::memory_order_relaxed);
     return;
   }
   g_values[id].source.store(Source::kRejected, std::memory_order_relaxed);
@@ -186,12 +197,22 @@ void load() {
   }
   for (unsigned i = 0; i < kCount; i++) read_option(static_cast<Id>(i));
   env::for_each(kPrefix, warn_if_unknown);
-  if (get(kStats) != 0) err::keep_stderr();  // for the report at exit
+  // A file for the report asks for one: the JSON one, unless ROOST_STATS
+  // says which (ROOST_STATS=0 keeps it off).
+  if (text(kStatsFile) != nullptr &&
+      g_values[kStats].source.load(std::memory_order_relaxed) == Source::kDefault) {
+    g_values[kStats].value.store(kReportJson, std::memory_order_relaxed);
+    g_values[kStats].source.store(Source::kImplied, std::memory_order_relaxed);
+  }
+  // For the report at exit (on stderr, or there if its file cannot be opened).
+  if (get(kStats) != kReportNone) err::keep_stderr();
   g_state.store(kRead, std::memory_order_release);
   if (get(kVerbose) != 0) print();
 }
 
 uint64_t get(Id id) { return g_values[id].value.load(std::memory_order_relaxed); }
+
+const char* text(Id id) { return g_values[id].text.load(std::memory_order_relaxed); }
 
 void set(Id id, uint64_t value) {
   load();  // the environment first, so that it cannot undo this later
@@ -204,7 +225,11 @@ void print() {
     const Option& o = kTable[i];
     err::Line line;
     line.str("roost: ").str(o.env).str("=");
-    append_value(line, o.type, get(static_cast<Id>(i)));
+    if (o.type == Type::kPath) {
+      if (const char* t = text(static_cast<Id>(i))) append_clipped(line, t, 0);
+    } else {
+      append_value(line, o.type, get(static_cast<Id>(i)));
+    }
     switch (g_values[i].source.load(std::memory_order_relaxed)) {
       case Source::kDefault:
         line.str(" (default");
@@ -217,6 +242,9 @@ void print() {
         break;
       case Source::kSet:
         line.str(" (set by the program");
+        break;
+      case Source::kImplied:
+        line.str(" (implied by ").str(kTable[kStatsFile].env);
         break;
     }
     if (i == kBatchIt && !config::kBatchIt) line.str("; BatchIt is compiled out of this build");

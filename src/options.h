@@ -20,7 +20,10 @@ enum Id : unsigned {
 };
 
 // The syntax of an option's values (see options.def).
-enum class Type : uint8_t { kBool, kBytes, kMillis };
+enum class Type : uint8_t { kBool, kBytes, kMillis, kReport, kPath };
+
+// The values of a kReport option.
+enum Report : uint64_t { kReportNone = 0, kReportText = 1, kReportJson = 2 };
 
 struct Option {
   const char* env;  // the environment variable
@@ -73,6 +76,14 @@ constexpr Parsed parse_bool(const char* s) {
   return {Status::kMalformed, 0};
 }
 
+// A boolean word (off: no report, on: the text one), `text` or `json`.
+constexpr Parsed parse_report(const char* s) {
+  if (same_word(s, "text")) return {Status::kOk, kReportText};
+  if (same_word(s, "json")) return {Status::kOk, kReportJson};
+  Parsed p = parse_bool(s);
+  return {p.status, p.value != 0 ? uint64_t{kReportText} : uint64_t{kReportNone}};
+}
+
 // Decimal digits, then (with `suffixes`) one of k, m, g, t in either case.
 constexpr Parsed parse_number(const char* s, bool suffixes) {
   if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
@@ -111,9 +122,11 @@ constexpr Parsed parse_number(const char* s, bool suffixes) {
 
 // `s` in the syntax of `type`, whatever the range: kBool takes 0/1, on/off,
 // true/false, yes/no in any case; kBytes decimal digits with an optional k,
-// m, g or t suffix (binary units, either case); kMillis decimal digits.  A
-// number past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
-// another suffix) is kMalformed.
+// m, g or t suffix (binary units, either case); kMillis decimal digits;
+// kReport a boolean word, `text` or `json` (a Report); kPath any text (its
+// value is the text itself, options::text(), and the number 0).  A number
+// past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
+// another suffix or word) is kMalformed.
 constexpr Parsed parse_syntax(Type type, const char* s) {
   switch (type) {
     case Type::kBool:
@@ -122,6 +135,10 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
       return detail::parse_number(s, true);
     case Type::kMillis:
       return detail::parse_number(s, false);
+    case Type::kReport:
+      return detail::parse_report(s);
+    case Type::kPath:
+      return {Status::kOk, 0};
   }
   return {Status::kMalformed, 0};
 }
@@ -150,12 +167,22 @@ const char* nearest_variable(const char* name, size_t len);
 // value keeps the default and prints a warning on stderr), and a warning for
 // each unknown ROOST_* variable; with ROOST_VERBOSE on, then print().  Once
 // per process: later calls return at once (or wait for the first to finish).
+// ROOST_STATS_FILE set with ROOST_STATS unset makes ROOST_STATS json.
 void load();
 
-// The value in force: the default until load(), or the value set().
+// The value in force: the default until load(), or the value set().  (0 for
+// a kPath option: see text().)
 uint64_t get(Id id);
 
-// Overrides one value (reads the environment first if it was not read yet).
+// The value in force of a kPath option: the environment's text, or nullptr
+// when the variable is unset or empty (and for other options).  The text is
+// not copied: it is where the environment held it when load() read it, which
+// lasts the process's life unless the program overwrites that string in
+// place (or frees the buffer it gave putenv() for it).
+const char* text(Id id);
+
+// Overrides the value of a numeric option (reads the environment first if it
+// was not read yet).
 void set(Id id, uint64_t value);
 
 // Writes one line per option on stderr: its variable, the value in force,

@@ -2,16 +2,21 @@
 // tests/options_probe.cc under controlled environments and reads its stderr.
 // Malformed and out-of-range values warn once and keep the default, unknown
 // ROOST_* variables warn, boolean words work (ROOST_BATCHIT=off switches
-// BatchIt off, ROOST_STATS=yes prints the counters at exit), ROOST_VERBOSE=1
-// and roost_print_options() print the options in force (preloaded, even
-// into a program that never allocates), and with no ROOST_* variable roost
-// prints nothing.
+// BatchIt off, ROOST_STATS=yes prints the counters at exit), ROOST_STATS=json
+// writes one JSON object at exit that agrees with roost_stats(),
+// ROOST_STATS_FILE writes the report to a file (JSON unless ROOST_STATS
+// says otherwise, "%p" the process id, a file that cannot be opened warns
+// and falls back to stderr), ROOST_VERBOSE=1 and roost_print_options()
+// print the options in force (preloaded, even into a program that never
+// allocates), and with no ROOST_* variable roost prints nothing.
 //
 // ROOSTTEST_PROBE names the probe to run; ROOSTTEST_PRELOAD, when set, the
 // library to preload into it (options_env.prefixed and options_env.preload in
 // tests/CMakeLists.txt).  This binary itself runs on the system allocator.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,10 +24,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "json_reader.h"
 
 extern char** environ;
 
@@ -189,9 +197,16 @@ TEST(OptionsEnv, BytesPast64BitsWarnAsOutOfRange) {
 }
 
 TEST(OptionsEnv, MalformedBooleansWarnAndKeepTheDefault) {
-  expect_rejected("ROOST_STATS=maybe",
-                  "roost: ROOST_STATS=maybe is not a boolean (0/1, on/off, true/false, yes/no); "
-                  "keeping the default 0",
+  expect_rejected("ROOST_BATCHIT=maybe",
+                  "roost: ROOST_BATCHIT=maybe is not a boolean (0/1, on/off, true/false, yes/no); "
+                  "keeping the default 1",
+                  "roost: ROOST_BATCHIT=1");
+}
+
+TEST(OptionsEnv, MalformedStatsFormsWarnAndKeepTheDefault) {
+  expect_rejected("ROOST_STATS=xml",
+                  "roost: ROOST_STATS=xml is not one of 0/1, on/off, true/false, yes/no, text, "
+                  "json; keeping the default 0",
                   "roost: ROOST_STATS=0");
 }
 
@@ -254,9 +269,9 @@ namespace {
 // Every line of the options print: "roost: ROOST_NAME=value (source)".
 void expect_option_lines(const ProbeRun& r) {
   static const std::regex kLine(
-      R"(roost: ROOST_[A-Z_]+=[0-9]+[kmgt]? \((default|from the environment|set by the program)(; [^)]*)?\))");
+      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|/[^ ]*|) \((default|from the environment|set by the program|implied by ROOST_STATS_FILE)(; [^)]*)?\))");
   std::vector<std::string> got = lines(r.err);
-  EXPECT_GE(got.size(), 7u) << r.describe();
+  EXPECT_GE(got.size(), 8u) << r.describe();
   for (const std::string& l : got) EXPECT_TRUE(std::regex_match(l, kLine)) << l;
 }
 }  // namespace
@@ -267,8 +282,8 @@ TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   expect_option_lines(r);
   for (const char* line :
-       {"roost: ROOST_STATS=0 (default)", "roost: ROOST_SLAB_RESERVE=512k (default)",
-        "roost: ROOST_PURGE_DONTNEED=1 (default)",
+       {"roost: ROOST_STATS=0 (default)", "roost: ROOST_STATS_FILE= (default)",
+        "roost: ROOST_SLAB_RESERVE=512k (default)", "roost: ROOST_PURGE_DONTNEED=1 (default)",
         "roost: ROOST_OUTBOX_BYTES=1m (from the environment)",
         "roost: ROOST_PURGE_DELAY=10 (default)", "roost: ROOST_BATCHIT=0 (from the environment)",
         "roost: ROOST_VERBOSE=1 (from the environment)"})
@@ -310,4 +325,189 @@ TEST(OptionsEnv, PrintOptionsWritesTheOptionsInForce) {
                        "roost: ROOST_PURGE_DELAY=10 (default; the environment's value "
                        "was rejected)"))
       << r.describe();
+}
+
+// ---------------------------------------------------------------------------
+// The report at exit: ROOST_STATS=json, ROOST_STATS_FILE.
+
+namespace {
+
+using roost_test::json::Reader;
+using roost_test::json::Value;
+
+const std::vector<std::string> kCounters = {
+#define ROOST_STAT(name, source, description) #name,
+#include "roost_stats.def"
+#undef ROOST_STAT
+};
+
+// The probe's "stats" output: roost_stats() just before it returned.
+std::map<std::string, uint64_t> parse_stats(const ProbeRun& r) {
+  std::map<std::string, uint64_t> m;
+  for (const std::string& l : lines(r.out)) {
+    size_t eq = l.find('=');
+    if (eq != std::string::npos) m[l.substr(0, eq)] = std::stoull(l.substr(eq + 1));
+  }
+  EXPECT_EQ(m.size(), kCounters.size()) << r.describe();
+  return m;
+}
+
+Value parse_json(const std::string& text) {
+  Value v;
+  Reader reader(text);
+  EXPECT_TRUE(reader.read(&v)) << reader.error() << "\n" << text;
+  return v;
+}
+
+// The JSON report of a "stats" probe run: every counter, equal to what the
+// probe's roost_stats() read (nothing runs in roost after it but the
+// report), and the probe's 1000 objects of 100 bytes in class 112.
+void expect_report_of_stats_run(const Value& v, const ProbeRun& r) {
+  std::map<std::string, uint64_t> printed = parse_stats(r);
+  EXPECT_EQ(v["version"].number, 1u) << r.describe();
+  EXPECT_EQ(v["totals"].keys, kCounters) << r.describe();
+  for (const std::string& name : kCounters)
+    EXPECT_EQ(v["totals"][name].number, printed[name]) << name << "\n" << r.describe();
+  bool found = false;
+  for (const Value& c : v["classes"].array) {
+    if (c["size"].number != 112) continue;
+    found = true;
+    EXPECT_GE(c["objects_in_use"].number, 1000u) << r.describe();
+    EXPECT_EQ(c["bytes_in_use"].number, c["objects_in_use"].number * 112) << r.describe();
+    EXPECT_GE(c["slabs"].number, 2u) << r.describe();
+  }
+  EXPECT_TRUE(found) << "no class of 112 bytes in the report\n" << r.describe();
+}
+
+// A fresh directory, removed with its files at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/roost-stats-XXXXXX";
+    path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+    EXPECT_FALSE(path_.empty()) << "mkdtemp failed";
+  }
+  ~TempDir() {
+    for (const std::string& f : files()) unlink((path_ + "/" + f).c_str());
+    rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(path_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  std::string read(const std::string& name) const {
+    std::string text;
+    if (FILE* f = fopen((path_ + "/" + name).c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+      fclose(f);
+    }
+    return text;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TEST(OptionsEnv, StatsJsonWritesOneObjectAtExitThatAgreesWithRoostStats) {
+  for (const char* json : {"json", "JSON", "Json"}) {
+    ProbeRun r = run_probe("stats", {std::string("ROOST_STATS=") + json});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    // One line: the object and a newline.
+    ASSERT_FALSE(r.err.empty()) << r.describe();
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.describe();
+    EXPECT_EQ(r.err[0], '{') << r.describe();
+    expect_report_of_stats_run(parse_json(r.err), r);
+  }
+}
+
+TEST(OptionsEnv, StatsTextIsTheBooleanForm) {
+  ProbeRun text = run_probe("stats", {"ROOST_STATS=text"});
+  ProbeRun one = run_probe("stats", {"ROOST_STATS=1"});
+  std::vector<std::string> got = lines(text.err);
+  ASSERT_EQ(got.size(), kCounters.size()) << text.describe();
+  for (size_t i = 0; i < got.size(); i++)
+    EXPECT_EQ(got[i].rfind("roost: " + kCounters[i] + " ", 0), 0u) << got[i];
+  EXPECT_EQ(lines(one.err).size(), got.size()) << one.describe();
+  EXPECT_TRUE(
+      has_line(text.err, "roost: allocations " + std::to_string(parse_stats(text)["allocations"])))
+      << text.describe();
+}
+
+TEST(OptionsEnv, StatsFileAloneWritesTheJsonReportThere) {
+  TempDir dir;
+  ProbeRun r = run_probe("stats", {"ROOST_STATS_FILE=" + dir.path() + "/report.%p.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "") << r.describe();
+  std::vector<std::string> files = dir.files();
+  ASSERT_EQ(files.size(), 1u) << r.describe();
+  EXPECT_TRUE(std::regex_match(files[0], std::regex(R"(report\.[1-9][0-9]*\.json)"))) << files[0];
+  std::string text = dir.read(files[0]);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  expect_report_of_stats_run(parse_json(text), r);
+  struct stat st;
+  ASSERT_EQ(stat((dir.path() + "/" + files[0]).c_str(), &st), 0);
+  mode_t mask = umask(0);
+  umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0644 & ~mask);
+}
+
+TEST(OptionsEnv, StatsFileTakesTheFormRoostStatsNames) {
+  TempDir dir;
+  // Text, and an old file is truncated, "%%" is a "%".
+  std::string name = dir.path() + "/100%%.txt";
+  {
+    FILE* f = fopen((dir.path() + "/100%.txt").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(std::string(100000, '#').c_str(), f);
+    fclose(f);
+  }
+  ProbeRun r = run_probe("stats", {"ROOST_STATS=on", "ROOST_STATS_FILE=" + name});
+  EXPECT_EQ(r.err, "") << r.describe();
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"100%.txt"});
+  std::string text = dir.read("100%.txt");
+  EXPECT_EQ(lines(text).size(), kCounters.size()) << text;
+  EXPECT_EQ(text.find('#'), std::string::npos) << "the old contents were not truncated";
+  EXPECT_TRUE(has_line(text, "roost: frees " + std::to_string(parse_stats(r)["frees"]))) << text;
+  // ROOST_STATS=0 keeps the report off: no file.
+  r = run_probe("stats", {"ROOST_STATS=0", "ROOST_STATS_FILE=" + dir.path() + "/none.json"});
+  EXPECT_EQ(r.err, "") << r.describe();
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"100%.txt"});
+  // An empty ROOST_STATS_FILE is no file: nothing either.
+  r = run_probe("stats", {"ROOST_STATS_FILE="});
+  EXPECT_EQ(r.err, "") << r.describe();
+}
+
+TEST(OptionsEnv, AStatsFileThatCannotBeOpenedWarnsAndTheReportGoesToStderr) {
+  ProbeRun r = run_probe("stats", {"ROOST_STATS_FILE=/nonexistent-roost-dir/report.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  std::vector<std::string> got = lines(r.err);
+  ASSERT_EQ(got.size(), 2u) << r.describe();
+  EXPECT_EQ(got[0],
+            "roost: cannot open ROOST_STATS_FILE=/nonexistent-roost-dir/report.json (errno " +
+                std::to_string(ENOENT) + "); the report goes to stderr");
+  expect_report_of_stats_run(parse_json(got[1]), r);
+}
+
+TEST(OptionsEnv, VerboseSaysTheStatsFileImpliesJson) {
+  ProbeRun r = run_probe("alloc", {"ROOST_VERBOSE=1", "ROOST_STATS_FILE=/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  expect_option_lines(r);
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_STATS=json (implied by ROOST_STATS_FILE)"))
+      << r.describe();
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_STATS_FILE=/dev/null (from the environment)"))
+      << r.describe();
+  r = run_probe("alloc", {"ROOST_VERBOSE=1", "ROOST_STATS=text", "ROOST_STATS_FILE=/dev/null"});
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_STATS=1 (from the environment)")) << r.describe();
 }

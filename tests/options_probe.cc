@@ -6,6 +6,10 @@
 //           (a run of frees into one or two slabs); then writes
 //           "remote_frees=N messages_sent=N slab_batches_sent=N" on stdout
 //   print   calls roost_print_options()
+//   stats   allocates 1000 objects of 100 bytes and keeps them, then writes
+//           roost_stats() on stdout, "name=value" a line, and returns (the
+//           report at exit follows; stdout has a static buffer, so nothing
+//           but roost_stats() runs in roost from there on)
 // Built linked to roost::prefixed (ROOST_TEST_PREFIXED: roost_malloc and
 // roost_free), and unlinked for LD_PRELOAD=libroost.so (malloc and free,
 // roost's own entry points looked up with dlsym).
@@ -83,6 +87,29 @@ int print() {
   return 0;
 }
 
+int stats() {
+  auto* stats = roost_entry(&roost_stats, "roost_stats");
+  if (stats == nullptr) {
+    printf("roost_stats not found: roost is not serving this process\n");
+    return 2;
+  }
+  static char out_buf[8192];
+  setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
+  static void* kept[1000];
+  for (void*& p : kept) {
+    p = t_malloc(100);
+    if (p == nullptr) return 2;
+    memset(p, 3, 100);
+  }
+  struct roost_stats s {};
+  stats(&s);
+#define ROOST_STAT(name, source, description) \
+  printf("%s=%llu\n", #name, static_cast<unsigned long long>(s.name));
+#include "roost_stats.def"
+#undef ROOST_STAT
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +117,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "alloc") == 0) return alloc();
   if (strcmp(mode, "remote") == 0) return remote();
   if (strcmp(mode, "print") == 0) return print();
-  printf("usage: %s alloc|remote|print\n", argv[0]);
+  if (strcmp(mode, "stats") == 0) return stats();
+  printf("usage: %s alloc|remote|print|stats\n", argv[0]);
   return 2;
 }

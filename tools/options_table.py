@@ -25,7 +25,9 @@ DEF_FILE = os.path.join(ROOT, "src", "options.def")
 BEGIN = "<!-- options table: generated from src/options.def by tools/options_table.py -->"
 END = "<!-- end of options table -->"
 FIELDS = ("id", "variable", "type", "default", "min", "max", "help")
-TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds"}
+TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
+         "kReport": "boolean, `text` or `json`", "kPath": "file path"}
+RANGED = ("kBytes", "kMillis")  # the types whose values column shows the range
 
 TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)'
                    r'|(?P<punct>[(),]))')
@@ -73,9 +75,10 @@ def table(options):
     lines = ["| variable | default | values | meaning |", "|---|---|---|---|"]
     for o in options:
         values = TYPES[o["type"]]
-        if o["type"] != "kBool":
+        if o["type"] in RANGED:
             values += ", %s to %s" % (o["min"], o["max"])
-        lines.append("| `%s` | %s | %s | %s |" % (o["variable"], o["default"], values, o["help"]))
+        default = o["default"] if o["default"] != "" else "unset"
+        lines.append("| `%s` | %s | %s | %s |" % (o["variable"], default, values, o["help"]))
     return "\n".join(lines) + "\n"
 
 
@@ -94,13 +97,17 @@ def self_test():
 ROOST_OPTION(kA, "ROOST_A", kBytes, "64k", "0", "1t",
              "two " "pieces, (with) commas")
 ROOST_OPTION(kB, "ROOST_B", kBool, "1", "0", "1", "`x` \\"quoted\\"")
+ROOST_OPTION(kC, "ROOST_C", kReport, "0", "0", "json", "c")
+ROOST_OPTION(kD, "ROOST_D", kPath, "", "", "", "d")
 '''
     got = read_options(sample)
-    assert [o["variable"] for o in got] == ["ROOST_A", "ROOST_B"], got
+    assert [o["variable"] for o in got] == ["ROOST_A", "ROOST_B", "ROOST_C", "ROOST_D"], got
     assert got[0]["help"] == "two pieces, (with) commas", got[0]
     assert got[1]["help"] == '`x` "quoted"', got[1]
-    assert table(got).splitlines()[2] == \
-        "| `ROOST_A` | 64k | bytes, 0 to 1t | two pieces, (with) commas |", table(got)
+    rows = table(got).splitlines()
+    assert rows[2] == "| `ROOST_A` | 64k | bytes, 0 to 1t | two pieces, (with) commas |", rows
+    assert rows[4] == "| `ROOST_C` | 0 | boolean, `text` or `json` | c |", rows
+    assert rows[5] == "| `ROOST_D` | unset | file path | d |", rows
     for bad in ('ROOST_OPTION(kA, "ROOST_A", kBytes, "1", "0", "1")',
                 'ROOST_OPTION(kA, "ROOST_A", kWords, "1", "0", "1", "h")',
                 'ROOST_OPTION(kA "x", "ROOST_A", kBytes, "1", "0", "1", "h")'):

@@ -1,10 +1,15 @@
 // api/override_malloc.cc — the C/POSIX/glibc malloc family under its own
-// names, for LD_PRELOAD (libroost.so) and static linking (libroost.a).
+// names, for LD_PRELOAD (libroost.so) and static linking (libroost.a), and
+// glibc's introspection calls beside them.
 //
 // Must never: contain logic beyond naming; every body is one call into
-// api/api.h (or frontend/heap.h for malloc and the frees).  All of them sit
-// in this one object so a static link takes none of glibc's malloc.
+// api/api.h or api/introspection.h (or frontend/heap.h for malloc and the
+// frees).  All of them sit in this one object so a static link takes none
+// of glibc's malloc: glibc keeps mallinfo2, malloc_info and mallopt in the
+// same object as its malloc, so a program calling one of them that roost
+// did not define would pull glibc's malloc in beside roost's.
 #include "api/api.h"
+#include "api/introspection.h"
 #include "options.h"
 
 using namespace roost;
@@ -38,3 +43,10 @@ ROOST_EXPORT void free_aligned_sized(void* p, size_t, size_t) {
 ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }
 // glibc's legacy name for free, still called by some programs.
 ROOST_EXPORT void cfree(void* p) { heap::dealloc(p, "cfree"); }
+
+// glibc's introspection, with roost's figures (api/introspection.h).
+ROOST_EXPORT struct mallinfo2 mallinfo2(void) { return api::mallinfo2(); }
+ROOST_EXPORT struct mallinfo mallinfo(void) { return api::mallinfo(); }
+ROOST_EXPORT void malloc_stats(void) { api::malloc_stats(); }
+ROOST_EXPORT int malloc_info(int options, FILE* fp) { return api::malloc_info(options, fp); }
+ROOST_EXPORT int mallopt(int param, int value) { return api::mallopt(param, value); }

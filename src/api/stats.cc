@@ -1,111 +1,224 @@
-// api/stats.cc — roost_stats(), roost_print_stats() and ROOST_STATS=1.
+// api/stats.cc — roost's statistics: roost_stats(), roost_class_stats(),
+// roost_stats_json(), roost_print_stats(), and the report at exit
+// (ROOST_STATS, ROOST_STATS_FILE).
 //
-// Owns: the figures of struct roost_stats (include/roost_stats.def): the
-// message counters summed over every allocator, the others computed from
-// the allocators' class counters and the backend.  Must never: stop other
-// threads or allocate; counters of running threads are read as they are.
+// Owns: the figures of include/roost_stats.def (the message counters summed
+// over every allocator; the others computed from the allocators' class
+// counters and slab counts, and the backend) and their text and JSON forms.
+// Must never: stop other threads or allocate; counters of running threads
+// are read as they are.  Reports are formatted through fixed buffers
+// (err::Text) and written with write(2).
+#include "api/stats.h"
+
 #include "api/api.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "ds/counter.h"
 #include "options.h"
-#include "platform/error.h"
-#include "roost.h"
+#include "platform/os.h"
 
 using namespace roost;
 
 namespace {
 
-// What roost_stats() gathers from the allocators.
+// What a snapshot gathers from the allocators.
 struct AllocatorTotals {
   uint64_t allocs[sizeclass::kCount] = {};
   uint64_t frees[sizeclass::kCount] = {};
-  uint64_t slabs = 0;
+  uint64_t slabs[sizeclass::kCount] = {};
   MessageCounters messages;
 };
 
-AllocatorTotals sum_allocators() {
-  AllocatorTotals t;
+void sum_allocators(AllocatorTotals& t) {
   pool::for_each([&t](const Allocator& a) {
     const ClassCounters& c = a.class_counters();
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
       t.allocs[sc] += read_counter(c.allocs[sc]);
       t.frees[sc] += read_counter(c.frees[sc]);
+      t.slabs[sc] += a.slab_count(sc);
     }
-    t.slabs += a.slab_count();
     t.messages.add(a.message_counters());
   });
   // Frees by threads past their exit hook: counted apart.
   t.messages.add(Messenger::alone_counters());
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) t.frees[sc] += heap::unbound_frees(sc);
-  return t;
 }
 
 }  // namespace
 
-ROOST_EXPORT int roost_stats(struct roost_stats* out) {
-  if (out == nullptr) return -1;
-  *out = {};
-  AllocatorTotals t = sum_allocators();
+namespace roost::stats {
+
+void take(Snapshot& s) {
+  s = {};
+  AllocatorTotals t;
+  sum_allocators(t);
+  struct roost_stats& out = s.totals;
 #define ROOST_STAT(name, source, description) ROOST_STAT_FROM_##source(name)
-#define ROOST_STAT_FROM_message(name) out->name = t.messages.name;
+#define ROOST_STAT_FROM_message(name) out.name = t.messages.name;
 #define ROOST_STAT_FROM_derived(name)
 #include "roost_stats.def"
 #undef ROOST_STAT
 #undef ROOST_STAT_FROM_message
 #undef ROOST_STAT_FROM_derived
-  uint64_t allocs = 0, frees = 0;
+  uint64_t allocs = 0, frees = 0, slabs = 0;
   int64_t small_bytes = 0;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     allocs += t.allocs[sc];
     frees += t.frees[sc];
-    small_bytes += static_cast<int64_t>(t.allocs[sc] - t.frees[sc]) *
-                   static_cast<int64_t>(sizeclass::kInfo.info[sc].size);
+    slabs += t.slabs[sc];
+    uint64_t size = sizeclass::kInfo.info[sc].size;
+    // A free read before its allocation (another thread's counters, read a
+    // moment apart) can put a class below zero for a moment.
+    int64_t in_use = static_cast<int64_t>(t.allocs[sc] - t.frees[sc]);
+    small_bytes += in_use * static_cast<int64_t>(size);
+    struct roost_class_stats& c = s.classes[sc];
+    c.size = size;
+    c.allocations = t.allocs[sc];
+    c.objects_in_use = in_use > 0 ? static_cast<uint64_t>(in_use) : 0;
+    c.bytes_in_use = c.objects_in_use * size;
+    c.slabs = t.slabs[sc];
+    c.slab_bytes = t.slabs[sc] * sizeclass::slab_size(sc);
   }
   large::Counters lc = large::counters();
-  out->bytes_in_use = static_cast<uint64_t>(small_bytes) + lc.bytes_in_use;
-  out->bytes_dirty = chunks::dirty_bytes();
-  out->bytes_committed = chunks::bytes_out() + out->bytes_dirty;
-  out->bytes_reserved = chunks::reserved_bytes() + meta_arena::reserved_bytes();
-  out->allocations = allocs + lc.allocations;
-  out->frees = frees + lc.frees;
-  out->large_allocations = lc.allocations;
-  out->slabs = t.slabs;
-  out->chunks = chunks::chunks_out();
-  out->allocators = pool::allocators_created();
+  out.bytes_in_use = static_cast<uint64_t>(small_bytes > 0 ? small_bytes : 0) + lc.bytes_in_use;
+  out.bytes_dirty = chunks::dirty_bytes();
+  out.bytes_committed = chunks::bytes_out() + out.bytes_dirty;
+  out.bytes_reserved = chunks::reserved_bytes() + meta_arena::reserved_bytes();
+  out.allocations = allocs + lc.allocations;
+  out.frees = frees + lc.frees;
+  out.large_allocations = lc.allocations;
+  out.slabs = slabs;
+  out.chunks = chunks::chunks_out();
+  out.allocators = pool::allocators_created();
   // Every object a thread frees remotely or forwards is sent.
-  out->messages_sent = out->remote_frees + out->messages_forwarded;
+  out.messages_sent = out.remote_frees + out.messages_forwarded;
+}
+
+void write_text(err::Text& out, const Snapshot& s) {
+#define ROOST_STAT(name, source, description) \
+  out.str("roost: " #name " ").dec(s.totals.name).chr('\n');
+#include "roost_stats.def"
+#undef ROOST_STAT
+}
+
+void write_json(err::Text& out, const Snapshot& s) {
+  // Every key is a C identifier from roost_stats.def: nothing to escape.
+  out.str("{\"version\":1,\"totals\":{");
+  const char* sep = "";
+#define ROOST_STAT(name, source, description)            \
+  out.str(sep).str("\"" #name "\":").dec(s.totals.name); \
+  sep = ",";
+#include "roost_stats.def"
+#undef ROOST_STAT
+  out.str("},\"classes\":[");
+  sep = "";
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    if (!active(s, sc)) continue;
+    const struct roost_class_stats& c = s.classes[sc];
+    out.str(sep).str("{\"class\":").dec(sc);
+#define ROOST_CLASS_STAT(name, description) out.str(",\"" #name "\":").dec(c.name);
+#include "roost_stats.def"
+#undef ROOST_CLASS_STAT
+    out.chr('}');
+    sep = ",";
+  }
+  out.str("]}");
+}
+
+}  // namespace roost::stats
+
+ROOST_EXPORT int roost_stats(struct roost_stats* out) {
+  if (out == nullptr) return -1;
+  stats::Snapshot s;
+  stats::take(s);
+  *out = s.totals;
   return 0;
 }
 
-namespace {
-void print_stats(bool at_exit) {
-  struct roost_stats s;
-  roost_stats(&s);
-  const struct {
-    const char* name;
-    uint64_t value;
-  } rows[] = {
-#define ROOST_STAT(name, source, description) {#name, s.name},
-#include "roost_stats.def"
-#undef ROOST_STAT
-  };
-  for (const auto& row : rows) {
-    err::Line line;
-    line.str("roost: ").str(row.name).str(" ").dec(row.value).str("\n");
-    if (at_exit)
-      line.emit_report();
-    else
-      line.emit();
-  }
+ROOST_EXPORT unsigned roost_class_count(void) { return sizeclass::kCount; }
+
+ROOST_EXPORT int roost_class_stats(unsigned cls, struct roost_class_stats* out) {
+  if (out == nullptr || cls >= sizeclass::kCount) return -1;
+  stats::Snapshot s;
+  stats::take(s);
+  *out = s.classes[cls];
+  return 0;
 }
+
+ROOST_EXPORT int roost_stats_json(char* buf, size_t len) {
+  if (buf == nullptr && len != 0) return -1;
+  stats::Snapshot s;
+  stats::take(s);
+  err::Text out(buf, len);
+  stats::write_json(out, s);
+  return static_cast<int>(out.length());
+}
+
+ROOST_EXPORT void roost_print_stats(void) {
+  stats::Snapshot s;
+  stats::take(s);
+  char buf[512];
+  int fd = 2;
+  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
+  stats::write_text(out, s);
+  out.flush();
+}
+
+namespace {
+
+// ROOST_STATS_FILE's file, its "%p" the process id ("%%" a "%"), opened for
+// the report; -1 (and one line on stderr saying so) when it cannot be.
+int open_report_file(const char* path) {
+  char name[4096];
+  err::Text expanded(name, sizeof(name));
+  for (const char* p = path; *p != 0; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      expanded.dec(static_cast<uint64_t>(os::process_id()));
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      expanded.chr('%');
+      p++;
+    } else {
+      expanded.chr(*p);
+    }
+  }
+  int fd = expanded.length() < sizeof(name) ? os::open_for_writing(name) : -ENAMETOOLONG;
+  if (fd >= 0) return fd;
+  // The name as far as it fits the line (64 characters, then "...").
+  if (expanded.length() > 64) __builtin_memcpy(name + 64, "...", 4);
+  err::Line line;
+  line.str("roost: cannot open ").str(options::kTable[options::kStatsFile].env).str("=");
+  line.str(name).str(" (errno ").dec(static_cast<uint64_t>(-fd));
+  line.str("); the report goes to stderr\n");
+  line.emit_report();
+  return -1;
+}
+
 }  // namespace
 
-ROOST_EXPORT void roost_print_stats(void) { print_stats(false); }
-
-// ROOST_STATS=1: counters at exit.  A destructor, not a constructor: it has
-// no effect unless the option is set.
-__attribute__((destructor)) static void print_stats_at_exit() {
-  if (options::get(options::kStats) != 0) print_stats(true);
+// The report at exit: ROOST_STATS=1 (text) or json, on stderr or to
+// ROOST_STATS_FILE.  A destructor, not a constructor: it has no effect
+// unless the option is set.
+__attribute__((destructor)) static void report_at_exit() {
+  uint64_t form = options::get(options::kStats);
+  if (form == options::kReportNone) return;
+  int fd = err::report_fd();
+  int file = -1;
+  if (const char* path = options::text(options::kStatsFile)) {
+    file = open_report_file(path);
+    if (file >= 0) fd = file;
+  }
+  stats::Snapshot s;
+  stats::take(s);
+  char buf[512];
+  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
+  if (form == options::kReportJson) {
+    stats::write_json(out, s);
+    out.chr('\n');
+  } else {
+    stats::write_text(out, s);
+  }
+  out.flush();
+  if (file >= 0) os::close(file);
 }

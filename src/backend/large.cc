@@ -23,11 +23,29 @@ ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
 std::atomic<size_t> g_in_use{0};
 std::atomic<size_t> g_allocs{0};
 std::atomic<size_t> g_frees{0};
+std::atomic<size_t> g_huge_bytes{0}, g_huge_objects{0};
+std::atomic<size_t> g_huge_peak_bytes{0}, g_huge_peak_objects{0};
 
 void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
   g_in_use.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);
   if (allocs) g_allocs.fetch_add(allocs, std::memory_order_relaxed);
   if (frees) g_frees.fetch_add(frees, std::memory_order_relaxed);
+}
+
+void raise_peak(std::atomic<size_t>& peak, size_t now) {
+  size_t seen = peak.load(std::memory_order_relaxed);
+  while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+  }
+}
+
+// Huge objects apart (statistics: mallinfo's mapped blocks).
+void account_huge(ptrdiff_t bytes, ptrdiff_t objects) {
+  size_t b = g_huge_bytes.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed) +
+             static_cast<size_t>(bytes);
+  size_t n = g_huge_objects.fetch_add(static_cast<size_t>(objects), std::memory_order_relaxed) +
+             static_cast<size_t>(objects);
+  raise_peak(g_huge_peak_bytes, b);
+  raise_peak(g_huge_peak_objects, n);
 }
 
 // The pages a user may have written since the last purge: a cached chunk
@@ -58,6 +76,7 @@ void* alloc_huge(size_t usable, size_t align) {
   m->next = m->prev = nullptr;
   pagemap::set_range(m->base, 1, m);
   account(static_cast<ptrdiff_t>(usable), 1, 0);
+  account_huge(static_cast<ptrdiff_t>(usable), 1);
   return p;
 }
 
@@ -96,6 +115,7 @@ void free(ChunkMeta* m) {
   size_t usable = m->large_size;
   account(-static_cast<ptrdiff_t>(usable), 0, 1);
   if (m->kind == ChunkKind::kHuge) {
+    account_huge(-static_cast<ptrdiff_t>(usable), -1);
     os::release(reinterpret_cast<void*>(m->base), usable);
     LockGuard guard(g_lock);
     m->next = g_spare_huge_meta;
@@ -112,6 +132,7 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   if (m->kind == ChunkKind::kHuge) {
     if (usable > old || usable < old / 2) return false;
     if (usable < old) os::release(reinterpret_cast<void*>(m->base + usable), old - usable);
+    account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
     size_t chunk = size_t{1} << m->order;
     if (usable > chunk || usable * 4 <= chunk) return false;
@@ -131,7 +152,11 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
 Counters counters() {
   return Counters{g_in_use.load(std::memory_order_relaxed),
                   g_allocs.load(std::memory_order_relaxed),
-                  g_frees.load(std::memory_order_relaxed)};
+                  g_frees.load(std::memory_order_relaxed),
+                  g_huge_bytes.load(std::memory_order_relaxed),
+                  g_huge_objects.load(std::memory_order_relaxed),
+                  g_huge_peak_bytes.load(std::memory_order_relaxed),
+                  g_huge_peak_objects.load(std::memory_order_relaxed)};
 }
 
 void lock_for_fork() { g_lock.lock(); }

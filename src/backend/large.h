@@ -31,6 +31,11 @@ struct Counters {
   size_t bytes_in_use;
   size_t allocations;
   size_t frees;
+  // Of them, the huge objects (mapped alone): now, and the most at once.
+  size_t huge_bytes;
+  size_t huge_objects;
+  size_t huge_peak_bytes;
+  size_t huge_peak_objects;
 };
 Counters counters();
 

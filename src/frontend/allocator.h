@@ -145,6 +145,7 @@ class Allocator {
   const ClassCounters& class_counters() const { return counters_; }
   const MessageCounters& message_counters() const { return messenger_.counters(); }
   uint64_t slab_count() const { return slabs_.slab_count(); }
+  uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 
  private:
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);

@@ -8,7 +8,7 @@ namespace roost {
 
 void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
   slab::start(m, sc, owner_);
-  slabs_++;
+  slabs_[sc]++;
   active_[sc] = m;
 }
 
@@ -60,13 +60,13 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   if (active_[sc] == m) active_[sc] = nullptr;
   slab::retire(m);
-  slabs_--;
+  slabs_[sc]--;
   cache.keep(m);
 }
 
 bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount],
                                     ChunkCache& cache) {
-  uint64_t slabs_before = slabs_;
+  uint64_t slabs_before = slab_count();
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     // No class keeps an active slab: an awake one (on no list while active)
     // goes to the available list, or back to the cache if it is empty...
@@ -96,7 +96,7 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
       release(spare, cache);
     }
   }
-  return slabs_ < slabs_before;
+  return slab_count() < slabs_before;
 }
 
 }  // namespace roost

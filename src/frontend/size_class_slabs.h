@@ -3,7 +3,8 @@
 // Owns, per class: the active slab (whose bump tail is being carved), the
 // available list (awake slabs with free objects, the active one excepted),
 // and at most one spare (an emptied slab kept on the available list,
-// charged to the chunk cache's reserve); and the count of slabs owned.
+// charged to the chunk cache's reserve); and the count of slabs owned (per
+// class, changed only as slabs start and retire).
 // Sleeping slabs are on no list: the frees that wake them find them again.
 // Every step is O(1).  Its refill steps hand the allocator lists of objects
 // for a class's fast list (which the allocator owns).  Must never: touch a
@@ -85,8 +86,13 @@ class SizeClassSlabs {
   // trim).  True if any slab went.
   bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
 
-  // Slabs owned (statistics: read from any thread).
-  uint64_t slab_count() const { return read_counter(slabs_); }
+  // Slabs owned, of class `sc` and in all (statistics: read from any thread).
+  uint64_t slab_count(unsigned sc) const { return read_counter(slabs_[sc]); }
+  uint64_t slab_count() const {
+    uint64_t n = 0;
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) n += slab_count(sc);
+    return n;
+  }
 
  private:
   void start(ChunkMeta* m, unsigned sc);
@@ -99,7 +105,7 @@ class SizeClassSlabs {
   ChunkMeta* active_[sizeclass::kCount] = {};
   DList<ChunkMeta> available_[sizeclass::kCount] = {};
   ChunkMeta* spare_[sizeclass::kCount] = {};
-  uint64_t slabs_ = 0;  // slabs owned
+  uint64_t slabs_[sizeclass::kCount] = {};  // slabs owned, by class
   const void* owner_;
 };
 

@@ -11,28 +11,39 @@ namespace roost::err {
 namespace {
 int g_report_fd = -1;
 
-// Writes all of `s`, again after a signal interrupts, and leaves errno as
-// the program had it (a warning at the first malloc must not change it).
 void write_fd(int fd, const char* s) {
-  int saved = errno;
   size_t n = 0;
   while (s[n] != 0) n++;
+  write_all(fd, s, n);
+}
+}  // namespace
+
+// Leaves errno as the program had it: a warning at the first malloc must not
+// change it.
+bool write_all(int fd, const char* s, size_t n) {
+  int saved = errno;
+  bool ok = true;
   while (n > 0) {
     ssize_t w = ::write(fd, s, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) {
+      ok = false;
+      break;
+    }
     s += w;
     n -= static_cast<size_t>(w);
   }
   errno = saved;
+  return ok;
 }
-}  // namespace
 
 void keep_stderr() {
   if (g_report_fd < 0) g_report_fd = fcntl(2, F_DUPFD_CLOEXEC, 64);
 }
 
-void report(const char* s) { write_fd(g_report_fd >= 0 ? g_report_fd : 2, s); }
+int report_fd() { return g_report_fd >= 0 ? g_report_fd : 2; }
+
+void report(const char* s) { write_fd(report_fd(), s); }
 
 void write_str(const char* s) { write_fd(2, s); }
 
@@ -76,6 +87,49 @@ void Line::emit() {
 void Line::emit_report() {
   buf[len] = 0;
   report(buf);
+}
+
+Text& Text::chr(char c) {
+  total_++;
+  if (used_ + 1 >= size_) {  // no room beside the NUL
+    // Kept text: counted, not kept.  Passed on: the buffer goes first (and
+    // after a failed sink, is dropped).
+    if (sink_ == nullptr || size_ < 2) return *this;
+    flush();
+  }
+  buf_[used_++] = c;
+  terminate();
+  return *this;
+}
+
+Text& Text::str(const char* s) {
+  while (*s != 0) chr(*s++);
+  return *this;
+}
+
+Text& Text::dec(uint64_t v) { return dec_padded(v, 0); }
+
+Text& Text::dec_padded(uint64_t v, unsigned width) {
+  char tmp[24];
+  unsigned n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (unsigned i = n; i < width; i++) chr(' ');
+  while (n > 0) chr(tmp[--n]);
+  return *this;
+}
+
+bool Text::flush() {
+  if (sink_ != nullptr && used_ > 0 && !failed_) failed_ = !sink_(context_, buf_, used_);
+  if (sink_ != nullptr) used_ = 0;
+  terminate();
+  return !failed_;
+}
+
+bool Text::to_fd(void* context, const char* s, size_t n) {
+  return write_all(*static_cast<int*>(context), s, n);
 }
 
 void fatal(const char* where, const char* fault, const void* addr) {

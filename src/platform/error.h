@@ -1,8 +1,8 @@
 // platform/error.h — fatal diagnostics and allocation-free text output.
 //
-// Owns: writing to stderr with write(2), formatting numbers into caller
-// buffers, and the one-line-then-abort path for misuse.  Must never: call
-// stdio, malloc or anything that may allocate.
+// Owns: writing to stderr (or another descriptor) with write(2), formatting
+// numbers into caller buffers, and the one-line-then-abort path for misuse.
+// Must never: call stdio, malloc or anything that may allocate.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,12 @@ void keep_stderr();
 
 // Writes to the kept duplicate of stderr, or to fd 2 if there is none.
 void report(const char* s);
+// The descriptor report() writes to.
+int report_fd();
+
+// Writes all `n` bytes of `s` to `fd` (again after a signal interrupts),
+// leaving errno as it was; false if the descriptor refused them.
+bool write_all(int fd, const char* s, size_t n);
 
 // Small fixed-buffer text builder for diagnostics and statistics.
 struct Line {
@@ -34,6 +40,54 @@ struct Line {
   Line& hex(uintptr_t v);
   void emit();         // writes buf to stderr
   void emit_report();  // writes buf with report()
+};
+
+// Text of any length through a caller's buffer, in one of two ways:
+//  - kept, snprintf's way: the buffer keeps the first size-1 characters and
+//    a NUL (when size > 0); what does not fit is counted, not kept.
+//  - passed on: each time the buffer fills, its contents go to `sink`
+//    (flush() passes on the rest), so nothing is lost.
+// length() counts every character written either way.
+class Text {
+ public:
+  // Receives `n` characters; false if they could not be written.
+  using Sink = bool (*)(void* context, const char* s, size_t n);
+
+  Text(char* buf, size_t size) : buf_(buf), size_(size) { terminate(); }
+  Text(char* buf, size_t size, Sink sink, void* context)
+      : buf_(buf), size_(size), sink_(sink), context_(context) {
+    terminate();
+  }
+  Text(const Text&) = delete;
+  Text& operator=(const Text&) = delete;
+
+  Text& chr(char c);
+  Text& str(const char* s);
+  Text& dec(uint64_t v);
+  // `v` right-aligned in `width` characters (wider if it needs more).
+  Text& dec_padded(uint64_t v, unsigned width);
+
+  // Characters written so far, kept or not.
+  size_t length() const { return total_; }
+  // Passes on what the buffer holds (passed-on text only); false if the
+  // sink failed this time or before.
+  bool flush();
+
+  // A sink writing to the file descriptor that `context` points at.
+  static bool to_fd(void* context, const char* s, size_t n);
+
+ private:
+  void terminate() {
+    if (size_ > 0) buf_[used_] = 0;
+  }
+
+  char* buf_;
+  size_t size_;
+  size_t used_ = 0;   // characters in buf_
+  size_t total_ = 0;  // characters written
+  Sink sink_ = nullptr;
+  void* context_ = nullptr;
+  bool failed_ = false;
 };
 
 }  // namespace roost::err

@@ -1,6 +1,8 @@
 // platform/os.cc — Linux implementation of platform/os.h.
 #include "platform/os.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -49,6 +51,18 @@ void arm_thread_exit_hook(void* arg) { pthread_setspecific(exit_key, arg); }
 void install_fork_hooks(void (*prepare)(), void (*parent)(), void (*child)()) {
   pthread_atfork(prepare, parent, child);
 }
+
+int open_for_writing(const char* path) {
+  for (;;) {
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+void close(int fd) { ::close(fd); }
+
+int process_id() { return static_cast<int>(::getpid()); }
 
 uint64_t now_ns() {
   timespec ts;

@@ -1,7 +1,8 @@
 // platform/os.h — the only door to the operating system.
 //
 // Owns: address-space reservation, purge, page size, the thread-exit hook,
-// fork hooks.  Must never: allocate through malloc, call stdio, or hold
+// fork hooks, the process id, and files written by name (the statistics
+// report).  Must never: allocate through malloc, call stdio, or hold
 // allocator policy (which chunk, when to purge: that is the backend's).
 #pragma once
 
@@ -36,6 +37,15 @@ void install_fork_hooks(void (*prepare)(), void (*parent)(), void (*child)());
 // Monotonic time in nanoseconds (for purge delays).
 uint64_t now_ns();
 
+}  // namespace roost::os
+
+namespace roost::os {
+// Opens `path` for writing: created (mode 0644, less the umask) or
+// truncated, close-on-exec.  The descriptor, or -errno.
+int open_for_writing(const char* path);
+void close(int fd);
+
+int process_id();
 }  // namespace roost::os
 
 namespace roost::os {

@@ -1,10 +1,9 @@
 // Error and statistics output (platform/error.h): Line's formatting (str,
 // dec and hex at their extremes, truncation at the 256-byte buffer without
-// writing past it), write_str/emit/report writing to fd 2, keep_stderr()
-// letting report() write after the program closed fd 2 (in a child process:
-// the kept descriptor is process-wide and cannot be undone), and fatal()
-// printing its one line before it aborts.  The tests point fd 2 at a memory
-// file and put it back afterwards.
+// writing past it), Text's (kept snprintf's way, or passed on to a sink), write_str/emit/report
+// writing to fd 2, keep_stderr() letting report() write after the program closed fd 2 (in a child
+// process: the kept descriptor is process-wide and cannot be undone), and fatal() printing its one
+// line before it aborts.  The tests point fd 2 at a memory file and put it back afterwards.
 #include "platform/error.h"
 
 #include <fcntl.h>
@@ -149,6 +148,76 @@ TEST(ErrorOutput, LineTruncatesAtItsBufferWithoutOverflow) {
     g.line.str(std::string(254, 'd').c_str()).str("ef");  // exactly full, then one over
     check(g, std::string(254, 'd') + "e");
   }
+}
+
+// Text into a caller's buffer keeps what fits and counts the rest, as
+// snprintf does; nothing is written past the buffer.
+TEST(ErrorOutput, TextKeepsWhatFitsAndCountsEverything) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{2}, size_t{8}, size_t{64}}) {
+    SCOPED_TRACE(size);
+    char buf[80];
+    std::memset(buf, 0x5a, sizeof(buf));
+    err::Text t(size == 0 ? nullptr : buf, size);
+    t.str("abc").dec(1234567890).chr('!').dec_padded(42, 6).str("");
+    const std::string full = "abc1234567890!    42";
+    EXPECT_EQ(t.length(), full.size());
+    if (size == 0) {
+      EXPECT_EQ(buf[0], 0x5a);
+      continue;
+    }
+    size_t kept = size - 1 < full.size() ? size - 1 : full.size();
+    EXPECT_EQ(std::string(buf), full.substr(0, kept));
+    for (size_t i = kept + 1; i < sizeof(buf); i++) ASSERT_EQ(buf[i], 0x5a) << "byte " << i;
+  }
+  char buf[32];
+  err::Text t(buf, sizeof(buf));
+  t.dec(0).chr(' ').dec(UINT64_MAX).chr(' ').dec_padded(123456, 3);
+  EXPECT_STREQ(buf, "0 18446744073709551615 123456");
+}
+
+// Text passed on: every full buffer goes to the sink, flush() the rest;
+// a failed sink is reported by flush() and the rest dropped.
+TEST(ErrorOutput, TextPassesEverythingOnThroughASink) {
+  struct Collected {
+    std::string text;
+    int calls = 0;
+    bool fail = false;
+  } c;
+  auto sink = [](void* context, const char* s, size_t n) {
+    auto* c = static_cast<Collected*>(context);
+    c->calls++;
+    if (c->fail) return false;
+    c->text.append(s, n);
+    return true;
+  };
+  char buf[16];
+  err::Text t(buf, sizeof(buf), sink, &c);
+  std::string want;
+  for (int i = 0; i < 100; i++) {
+    t.str("line ").dec(static_cast<uint64_t>(i)).chr('\n');
+    want += "line " + std::to_string(i) + "\n";
+  }
+  EXPECT_TRUE(t.flush());
+  EXPECT_EQ(c.text, want);
+  EXPECT_EQ(t.length(), want.size());
+  EXPECT_GE(c.calls, static_cast<int>(want.size() / 15));
+  EXPECT_TRUE(t.flush()) << "an empty flush";
+  c.fail = true;
+  t.str(std::string(40, 'x').c_str());
+  EXPECT_FALSE(t.flush());
+  c.fail = false;
+  t.str("after");
+  EXPECT_FALSE(t.flush()) << "a sink that failed once stays failed";
+  EXPECT_EQ(c.text, want);
+  // To a descriptor.
+  CapturedStderr captured;
+  ASSERT_TRUE(captured.ok());
+  int fd = 2;
+  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
+  const std::string big(10000, 'y');
+  out.str(big.c_str()).str("end\n");
+  EXPECT_TRUE(out.flush());
+  EXPECT_EQ(captured.text(), big + "end\n");
 }
 
 TEST(ErrorOutput, WriteStrAndEmitWriteToFd2) {

@@ -249,6 +249,11 @@ TEST_F(Large, ObjectsBeyondARegionAreMappedAlone) {
   EXPECT_EQ(resident_pages(p, size), 0) << "the object was touched";
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use + size);
   EXPECT_EQ(large::counters().allocations, before.allocations + 1);
+  // Counted apart as huge (mallinfo's mapped blocks), with their peak.
+  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes + size);
+  EXPECT_EQ(large::counters().huge_objects, before.huge_objects + 1);
+  EXPECT_GE(large::counters().huge_peak_bytes, before.huge_bytes + size);
+  EXPECT_GE(large::counters().huge_peak_objects, before.huge_objects + 1);
   char* c = static_cast<char*>(p);
   EXPECT_EQ(c[0], 0);
   EXPECT_EQ(c[size - 1], 0);
@@ -257,6 +262,9 @@ TEST_F(Large, ObjectsBeyondARegionAreMappedAlone) {
   EXPECT_EQ(resident_pages(p, 4096), -1) << "still mapped after free";
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(large::counters().frees, before.frees + 1);
+  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes);
+  EXPECT_EQ(large::counters().huge_objects, before.huge_objects);
+  EXPECT_GE(large::counters().huge_peak_bytes, before.huge_bytes + size) << "the peak stays";
   // An alignment beyond a region's size makes even a small object huge.
   void* aligned = alloc(4096, 2 * kGiB, &dirty);
   ASSERT_NE(aligned, nullptr);
@@ -283,6 +291,7 @@ TEST_F(Large, HugeObjectsOnlyShrinkInPlaceAndUnmapTheTail) {
   EXPECT_TRUE(large::resize_in_place(m, kGiB + 1));
   EXPECT_EQ(large::usable(m), kGiB + 4096);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - (size - kGiB - 4096));
+  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes - (size - kGiB - 4096));
   char* c = static_cast<char*>(p);
   EXPECT_EQ(resident_pages(c, kGiB + 4096), 0) << "the object itself was unmapped";
   EXPECT_EQ(resident_pages(c + kGiB + 4096, 4096), -1) << "the tail is still mapped";
@@ -297,4 +306,6 @@ TEST_F(Large, HugeObjectsOnlyShrinkInPlaceAndUnmapTheTail) {
   free(p);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - size);
   EXPECT_EQ(large::counters().frees, before.frees + 1);
+  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes - size);
+  EXPECT_EQ(large::counters().huge_objects, before.huge_objects - 1);
 }

@@ -66,6 +66,27 @@ TEST(Options, BooleansTakeWordsInAnyCase) {
     EXPECT_EQ(status(Type::kBool, s), Status::kMalformed) << '"' << s << '"';
 }
 
+// ROOST_STATS: a boolean word (off, or the text report), text or json.
+TEST(Options, ReportsTakeBooleanWordsTextAndJson) {
+  for (const char* s : {"0", "off", "false", "NO"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kReport, s), options::kReportNone)) << s;
+  for (const char* s : {"1", "on", "true", "Yes", "text", "TEXT"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kReport, s), options::kReportText)) << s;
+  for (const char* s : {"json", "JSON", "Json"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kReport, s), options::kReportJson)) << s;
+  for (const char* s : {"", "2", "xml", "jsonl", "json ", "txt", "yaml"})
+    EXPECT_EQ(status(Type::kReport, s), Status::kMalformed) << '"' << s << '"';
+  EXPECT_TRUE(Ok(options::parse(options::kStats, "json"), options::kReportJson));
+}
+
+// A path is any text; its value is the text (options::text), its number 0.
+TEST(Options, PathsTakeAnyText) {
+  for (const char* s : {"", "/tmp/x.json", "relative %p", "   "})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kPath, s), 0)) << '"' << s << '"';
+  EXPECT_EQ(options::kTable[options::kStatsFile].type, Type::kPath);
+  EXPECT_STREQ(options::kTable[options::kStatsFile].env, "ROOST_STATS_FILE");
+}
+
 TEST(Options, RangesAreEnforced) {
   EXPECT_TRUE(Ok(options::parse(options::kSlabReserveBytes, "1t"), uint64_t{1} << 40));
   EXPECT_EQ(options::parse(options::kSlabReserveBytes, "1025g").status, Status::kOutOfRange);
@@ -87,7 +108,8 @@ TEST(Options, RangesAreEnforced) {
 
 // The documented defaults (README), and that the list holds them.
 TEST(Options, DefaultsAreTheDocumentedOnes) {
-  EXPECT_EQ(options::default_value(options::kStats), 0u);
+  EXPECT_EQ(options::default_value(options::kStats), options::kReportNone);
+  EXPECT_EQ(options::default_value(options::kStatsFile), 0u);
   EXPECT_EQ(options::default_value(options::kSlabReserveBytes), 512u << 10);
   EXPECT_EQ(options::default_value(options::kPurgeZero), 1u);
   EXPECT_EQ(options::default_value(options::kPurgeDelayMs), 10u);
@@ -109,8 +131,9 @@ TEST(Options, NearestVariableSuggestsWithinTwoEdits) {
     const char* n = options::nearest_variable(name, strlen(name));
     return n == nullptr ? "(none)" : n;
   };
-  EXPECT_EQ(nearest("ROOST_BATCH_IT"), "ROOST_BATCHIT");         // one insertion
-  EXPECT_EQ(nearest("ROOST_STAT"), "ROOST_STATS");               // one deletion
+  EXPECT_EQ(nearest("ROOST_BATCH_IT"), "ROOST_BATCHIT");  // one insertion
+  EXPECT_EQ(nearest("ROOST_STAT"), "ROOST_STATS");        // one deletion
+  EXPECT_EQ(nearest("ROOST_STAT_FILE"), "ROOST_STATS_FILE");
   EXPECT_EQ(nearest("ROOST_PURGE_DELAI"), "ROOST_PURGE_DELAY");  // one substitution
   EXPECT_EQ(nearest("ROOST_OUTBOX_BYTE"), "ROOST_OUTBOX_BYTES");
   EXPECT_EQ(nearest("ROOST_VERBOSEE"), "ROOST_VERBOSE");

@@ -2,7 +2,8 @@
 // size class.  Carving gives the fast list objects of a new slab; freed objects
 // come back through the active slab; an emptied slab stays as the class's
 // spare within the reserve and is reused before fresh pages, or goes back
-// to the chunk cache; release_unused lets go of everything.
+// to the chunk cache; release_unused lets go of everything; slabs are
+// counted by class.
 #include "frontend/size_class_slabs.h"
 
 #include <gtest/gtest.h>
@@ -171,13 +172,24 @@ TEST(SizeClassSlabs, ReleaseUnusedLetsGoOfEverySlabWithNothingOut) {
     }
   }
   EXPECT_GE(f.slabs.slab_count(), 4u);
+  // Counted by class (statistics): one slab for each class used.
+  uint64_t by_class = 0;
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    bool used = sc == 0 || sc == 3 || sc == 5 || sc == kClass1K;
+    EXPECT_EQ(f.slabs.slab_count(sc), used ? 1u : 0u) << "class " << sc;
+    by_class += f.slabs.slab_count(sc);
+  }
+  EXPECT_EQ(by_class, f.slabs.slab_count());
   // Slabs with an object out stay; the others go, fast lists included.
   EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
   std::set<ChunkMeta*> holding;
   for (void* p : held) holding.insert(pagemap::lookup(p));
   EXPECT_EQ(f.slabs.slab_count(), holding.size());
+  EXPECT_EQ(f.slabs.slab_count(3), 0u);
+  EXPECT_EQ(f.slabs.slab_count(kClass1K), 1u);
   for (void* p : held) f.free(p);
   f.slabs.release_unused(f.fast, f.cache);
   EXPECT_EQ(f.slabs.slab_count(), 0u);
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) EXPECT_EQ(f.slabs.slab_count(sc), 0u);
   for (void* p : held) EXPECT_EQ(pagemap::lookup(p), nullptr);
 }

@@ -1,0 +1,37 @@
+// api/stats.h — one reading of roost's statistics, and its two reports.
+//
+// Owns: the snapshot that roost_stats(), roost_class_stats(),
+// roost_stats_json(), the report at exit and glibc's introspection calls
+// (api/introspection.cc) read, and the text and JSON forms of it.  Must
+// never: stop other threads, take a lock while it writes, or allocate.
+#pragma once
+
+#include "ds/sizeclass.h"
+#include "platform/error.h"
+#include "roost.h"
+
+namespace roost::stats {
+
+struct Snapshot {
+  struct roost_stats totals;
+  struct roost_class_stats classes[sizeclass::kCount];
+};
+
+// Reads every figure once: the allocators' counters as they are (threads
+// that run meanwhile make it approximate), then the backend's.
+void take(Snapshot& s);
+
+// Does class `sc` appear in the reports: has it allocated, or does it hold
+// slabs?
+inline bool active(const Snapshot& s, unsigned sc) {
+  return s.classes[sc].allocations != 0 || s.classes[sc].slabs != 0;
+}
+
+// The text report: "roost: <counter> <value>\n" for each counter of
+// roost_stats.def.
+void write_text(err::Text& out, const Snapshot& s);
+
+// The JSON object of roost_stats_json() (no newline after it).
+void write_json(err::Text& out, const Snapshot& s);
+
+}  // namespace roost::stats
