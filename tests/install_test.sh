@@ -61,7 +61,10 @@ help=$("$run" --help)
 for var in $(grep -o '"ROOST_[A-Z_]*"' "$src/src/options.def" | tr -d '"'); do
   grep -q "^  $var " <<<"$help" || { echo "FAIL: --help does not list $var" >&2; exit 1; }
 done
-"$run" --stats=json -- python3 -c 'print(sum(range(1000)))' 2>"$work/stats.json" >"$work/out"
+# The interpreter itself, not a wrapper script (pyenv's shim runs several
+# processes, each with its own report).
+python=$(python3 -c 'import sys; print(sys.executable)')
+"$run" --stats=json -- "$python" -c 'print(sum(range(1000)))' 2>"$work/stats.json" >"$work/out"
 [ "$(cat "$work/out")" = 499500 ]
 python3 - "$work/stats.json" <<'PY'
 import json, sys
