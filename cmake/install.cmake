@@ -33,9 +33,19 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/roostConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/roostConfigVersion.cmake
         DESTINATION ${roost_cmake_dir})
 
-# pkg-config: the prefix relative to the .pc file's folder (${pcfiledir}).
+# pkg-config: the prefix relative to the .pc file's folder (${pcfiledir});
+# folders given as absolute paths stay as they are.
 file(RELATIVE_PATH roost_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" roost_pc_to_prefix "${roost_pc_to_prefix}")
+set(roost_pc_prefix "\${pcfiledir}/${roost_pc_to_prefix}")
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(roost_pc_${dir} "${CMAKE_INSTALL_${dir}}")
+    set(roost_pc_prefix "${CMAKE_INSTALL_PREFIX}")
+  else()
+    set(roost_pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
 foreach(pc roost roost-prefixed)
   configure_file(cmake/${pc}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -45,7 +45,7 @@ constexpr const char* kVersion = ROOST_STR(ROOST_VERSION_MAJOR) "." ROOST_STR(
     ROOST_VERSION_MINOR) "." ROOST_STR(ROOST_VERSION_PATCH);
 
 #ifndef ROOST_RUN_LIBDIR
-#define ROOST_RUN_LIBDIR "lib"  // the install's library folder, relative to its prefix
+#define ROOST_RUN_LIBDIR "lib"  // the install's library folder: relative to its prefix, or absolute
 #endif
 
 // Writes `text` from column `indent` (where the line already is) to
@@ -114,7 +114,9 @@ std::string own_folder() {
 std::string find_library(const char* stem) {
   std::string file = std::string(stem) + ".so." + ROOST_STR(ROOST_VERSION_MAJOR);
   std::string here = own_folder();
-  for (const std::string& dir : {here, here + "/../" ROOST_RUN_LIBDIR}) {
+  std::string libdir =
+      ROOST_RUN_LIBDIR[0] == '/' ? ROOST_RUN_LIBDIR : here + "/../" ROOST_RUN_LIBDIR;
+  for (const std::string& dir : {here, libdir}) {
     std::string candidate = dir + "/" + file;
     char resolved[PATH_MAX];
     if (access(candidate.c_str(), R_OK) == 0 && realpath(candidate.c_str(), resolved) != nullptr)
