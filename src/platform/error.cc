@@ -47,47 +47,9 @@ void report(const char* s) { write_fd(report_fd(), s); }
 
 void write_str(const char* s) { write_fd(2, s); }
 
-Line& Line::str(const char* s) {
-  while (*s != 0 && len + 1 < sizeof(buf)) buf[len++] = *s++;
-  buf[len] = 0;
-  return *this;
-}
+void Line::emit() { write_str(buf); }
 
-Line& Line::dec(uint64_t v) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0 && len + 1 < sizeof(buf)) buf[len++] = tmp[--n];
-  buf[len] = 0;
-  return *this;
-}
-
-Line& Line::hex(uintptr_t v) {
-  static const char digits[] = "0123456789abcdef";
-  char tmp[20];
-  int n = 0;
-  do {
-    tmp[n++] = digits[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  str("0x");
-  while (n > 0 && len + 1 < sizeof(buf)) buf[len++] = tmp[--n];
-  buf[len] = 0;
-  return *this;
-}
-
-void Line::emit() {
-  buf[len] = 0;
-  write_str(buf);
-}
-
-void Line::emit_report() {
-  buf[len] = 0;
-  report(buf);
-}
+void Line::emit_report() { report(buf); }
 
 Text& Text::chr(char c) {
   total_++;
@@ -117,6 +79,19 @@ Text& Text::dec_padded(uint64_t v, unsigned width) {
     v /= 10;
   } while (v != 0);
   for (unsigned i = n; i < width; i++) chr(' ');
+  while (n > 0) chr(tmp[--n]);
+  return *this;
+}
+
+Text& Text::hex(uintptr_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[2 * sizeof(v)];
+  unsigned n = 0;
+  do {
+    tmp[n++] = digits[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  str("0x");
   while (n > 0) chr(tmp[--n]);
   return *this;
 }

@@ -31,17 +31,6 @@ int report_fd();
 // leaving errno as it was; false if the descriptor refused them.
 bool write_all(int fd, const char* s, size_t n);
 
-// Small fixed-buffer text builder for diagnostics and statistics.
-struct Line {
-  char buf[256];
-  size_t len = 0;
-  Line& str(const char* s);
-  Line& dec(uint64_t v);
-  Line& hex(uintptr_t v);
-  void emit();         // writes buf to stderr
-  void emit_report();  // writes buf with report()
-};
-
 // Text of any length through a caller's buffer, in one of two ways:
 //  - kept, snprintf's way: the buffer keeps the first size-1 characters and
 //    a NUL (when size > 0); what does not fit is counted, not kept.
@@ -66,9 +55,13 @@ class Text {
   Text& dec(uint64_t v);
   // `v` right-aligned in `width` characters (wider if it needs more).
   Text& dec_padded(uint64_t v, unsigned width);
+  // `v` in lower-case hexadecimal after "0x".
+  Text& hex(uintptr_t v);
 
   // Characters written so far, kept or not.
   size_t length() const { return total_; }
+  // Characters the buffer holds now (kept text: its first length()).
+  size_t kept() const { return used_; }
   // Passes on what the buffer holds (passed-on text only); false if the
   // sink failed this time or before.
   bool flush();
@@ -88,6 +81,21 @@ class Text {
   Sink sink_ = nullptr;
   void* context_ = nullptr;
   bool failed_ = false;
+};
+
+// The buffer of a Line, a base of its own so that it exists before the Text
+// that writes into it.
+struct LineBuffer {
+  char buf[256];
+};
+
+// One line of a diagnostic or a statistic: kept text in a fixed buffer (255
+// characters; the rest is cut), written with a single write(2).
+class Line : public LineBuffer, public Text {
+ public:
+  Line() : Text(buf, sizeof(buf)) {}
+  void emit();         // writes buf to stderr
+  void emit_report();  // writes buf with report()
 };
 
 }  // namespace roost::err

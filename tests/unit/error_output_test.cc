@@ -23,7 +23,7 @@ using namespace roost;
 
 namespace {
 
-std::string text(const err::Line& line) { return std::string(line.buf, line.len); }
+std::string text(const err::Line& line) { return std::string(line.buf, line.kept()); }
 
 // The contents of `fd` from its start.
 std::string read_all(int fd) {
@@ -78,8 +78,8 @@ TEST(ErrorOutput, LineAppendsStrings) {
   err::Line line;
   line.str("roost").str(": ").str("").str("stats");
   EXPECT_EQ(text(line), "roost: stats");
-  EXPECT_EQ(line.len, 12u);
-  EXPECT_EQ(line.buf[line.len], '\0');
+  EXPECT_EQ(line.kept(), 12u);
+  EXPECT_EQ(line.buf[line.kept()], '\0');
 }
 
 TEST(ErrorOutput, LineFormatsDecimals) {
@@ -92,7 +92,7 @@ TEST(ErrorOutput, LineFormatsDecimals) {
   err::Line mixed;
   mixed.str("n=").dec(7).str(" m=").dec(1234567890).str(" p=").dec(10).dec(100);
   EXPECT_EQ(text(mixed), "n=7 m=1234567890 p=10100");
-  EXPECT_EQ(mixed.buf[mixed.len], '\0');
+  EXPECT_EQ(mixed.buf[mixed.kept()], '\0');
 }
 
 TEST(ErrorOutput, LineFormatsHexWithAPrefix) {
@@ -105,7 +105,7 @@ TEST(ErrorOutput, LineFormatsHexWithAPrefix) {
   err::Line mixed;
   mixed.hex(0xdeadbeef).str(" ").hex(0x10).str(" ").hex(0xa0b1c2d3e4f5ULL);
   EXPECT_EQ(text(mixed), "0xdeadbeef 0x10 0xa0b1c2d3e4f5");
-  EXPECT_EQ(mixed.buf[mixed.len], '\0');
+  EXPECT_EQ(mixed.buf[mixed.kept()], '\0');
 }
 
 // The buffer holds 255 characters and the NUL: anything beyond is dropped
@@ -116,8 +116,8 @@ TEST(ErrorOutput, LineTruncatesAtItsBufferWithoutOverflow) {
     unsigned char guard[64];
   };
   auto check = [](Guarded& g, const std::string& want) {
-    EXPECT_EQ(g.line.len, want.size());
-    EXPECT_LE(g.line.len, sizeof(g.line.buf) - 1);
+    EXPECT_EQ(g.line.kept(), want.size());
+    EXPECT_LE(g.line.kept(), sizeof(g.line.buf) - 1);
     EXPECT_EQ(std::string(g.line.buf), want) << "not NUL-terminated where it ends";
     for (unsigned char c : g.guard) ASSERT_EQ(c, 0x5a) << "written past the line";
   };
