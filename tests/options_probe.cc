@@ -49,12 +49,17 @@ int alloc() {
   return 0;
 }
 
-int remote() {
+// roost_stats, or nullptr (saying so on stdout) when roost does not serve
+// this process.
+auto* find_roost_stats() {
   auto* stats = roost_entry(&roost_stats, "roost_stats");
-  if (stats == nullptr) {
-    printf("roost_stats not found: roost is not serving this process\n");
-    return 2;
-  }
+  if (stats == nullptr) printf("roost_stats not found: roost is not serving this process\n");
+  return stats;
+}
+
+int remote() {
+  auto* stats = find_roost_stats();
+  if (stats == nullptr) return 2;
   constexpr size_t kObjects = 1000, kSize = 48;
   std::vector<void*> objects(kObjects);
   for (void*& p : objects) {
@@ -88,11 +93,8 @@ int print() {
 }
 
 int stats() {
-  auto* stats = roost_entry(&roost_stats, "roost_stats");
-  if (stats == nullptr) {
-    printf("roost_stats not found: roost is not serving this process\n");
-    return 2;
-  }
+  auto* stats = find_roost_stats();
+  if (stats == nullptr) return 2;
   static char out_buf[8192];
   setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
   static void* kept[1000];
