@@ -20,11 +20,32 @@ inline constexpr unsigned kAddressBits = 47;
 inline constexpr unsigned kGranuleBits = 16;  // 64 KiB
 inline constexpr size_t kGranule = size_t{1} << kGranuleBits;
 
-// The backend reserves address space in regions of this size, aligned to it,
-// and splits them buddy-style into power-of-two chunks.
+// The backend reserves address space in regions of at most this size,
+// aligned to their size, and splits them buddy-style into power-of-two
+// chunks.  Objects bigger than this are "huge": mapped alone.
 inline constexpr unsigned kRegionBits = 30;  // 1 GiB
 inline constexpr size_t kRegion = size_t{1} << kRegionBits;
 inline constexpr unsigned kChunkOrders = kRegionBits - kGranuleBits + 1;
+// Under an address-space limit (RLIMIT_AS), a region is at most this share
+// of the limit (and at least what the request needs), so that roost's
+// reserved-but-unused address space stays small beside the program's.
+inline constexpr size_t kRegionLimitShare = 16;
+
+// Where roost puts its memory.  The flat pagemap costs address space in
+// proportion to the highest address it covers, so roost places its regions
+// and huge objects itself, in 1 GiB slots from kWindowBase upward (above
+// the low 32 GiB that MAP_32BIT users and zero-based compressed pointers
+// want), and the pagemap, which grows in place, at kPagemapBase (the
+// window's end).  Sanitizers own the address-space layout: under them (and
+// wherever the kernel does not honour the placement) the kernel places
+// everything and the pagemap covers the whole address space.
+inline constexpr uintptr_t kWindowBase = uintptr_t{1} << 35;   // 32 GiB
+inline constexpr uintptr_t kPagemapBase = uintptr_t{1} << 44;  // 16 TiB
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kPlaceInWindow = false;
+#else
+inline constexpr bool kPlaceInWindow = true;
+#endif
 
 // Objects: 16-byte minimum size and alignment.
 inline constexpr unsigned kMinAllocBits = 4;

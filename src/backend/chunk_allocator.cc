@@ -11,6 +11,7 @@
 
 #include <atomic>
 
+#include "backend/address_space.h"
 #include "backend/meta_arena.h"
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
@@ -24,6 +25,10 @@ namespace {
 constexpr size_t kGranulesPerRegion = config::kRegion >> config::kGranuleBits;
 constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRegionBits);
 
+// The metadata of one 1 GiB slot of the address space: a record per
+// granule, for every region in the slot (records of granules outside them
+// stay zero: kind kUnused, so no merge crosses into memory roost does not
+// own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
 };
@@ -33,7 +38,7 @@ struct DirtyLists {
   DList<ChunkMeta> by_order[kMaxOrder + 1];
 };
 
-std::atomic<Region*> g_regions[kRegionSlots];  // indexed by address >> kRegionBits
+std::atomic<Region*> g_regions[kRegionSlots];  // indexed by address >> kRegionBits (the slot)
 SpinLock g_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
 DirtyLists g_young, g_old;
@@ -46,20 +51,27 @@ std::atomic<size_t> g_chunks_out{0};
 std::atomic<size_t> g_dirty{0};                       // bytes in dirty extents
 std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generations
 
-ChunkMeta* add_region() {
-  void* mem = os::reserve_aligned(config::kRegion, config::kRegion);
+// A region of at least 2^min_order bytes (address_space.h sizes it), as
+// one free chunk; its slot's metadata table is made with the slot's first
+// region.  nullptr when the OS refuses.
+ChunkMeta* add_region(unsigned min_order) {
+  unsigned order = 0;
+  void* mem = address_space::reserve_region(min_order, &order);
   if (mem == nullptr) return nullptr;
-  auto* region = static_cast<Region*>(meta_arena::alloc(sizeof(Region), 64));
-  if (region == nullptr) {
-    os::release(mem, config::kRegion);
-    return nullptr;
-  }
   uintptr_t base = reinterpret_cast<uintptr_t>(mem);
-  g_regions[base >> config::kRegionBits].store(region, std::memory_order_release);
-  g_reserved.fetch_add(config::kRegion, std::memory_order_relaxed);
-  ChunkMeta* m = &region->meta[0];
+  std::atomic<Region*>& slot = g_regions[base >> config::kRegionBits];
+  if (slot.load(std::memory_order_relaxed) == nullptr) {
+    auto* table = static_cast<Region*>(meta_arena::alloc(sizeof(Region), 64));
+    if (table == nullptr) {
+      address_space::release_region(mem, order);
+      return nullptr;
+    }
+    slot.store(table, std::memory_order_release);
+  }
+  g_reserved.fetch_add(size_t{1} << order, std::memory_order_relaxed);
+  ChunkMeta* m = meta_of(base);
   m->base = base;
-  set_order(m, kMaxOrder);
+  set_order(m, order);
   return m;
 }
 
@@ -141,18 +153,24 @@ ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
 }
 
 // Called with the lock held; returns with it held.  Purges `list` with the
-// lock dropped (madvise is a system call), then merges it.
+// lock dropped (madvise is a system call), then merges it.  A chunk the OS
+// would not purge keeps its contents, so it goes back among the dirty ones
+// (a later decay tries again) instead of the clean ones.
 void purge_and_merge(ChunkMeta* list) {
   if (list == nullptr) return;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
+  // Chunks in transit belong to this thread: their dirty extents can change
+  // without the lock.
   for (ChunkMeta* m = list; m != nullptr; m = m->next)
-    os::purge(reinterpret_cast<void*>(m->base), dirty_extent(m), zero);
+    if (os::purge(reinterpret_cast<void*>(m->base), dirty_extent(m), zero)) m->dirty_pages = 0;
   g_lock.lock();
   while (list != nullptr) {
     ChunkMeta* next = list->next;
-    list->dirty_pages = 0;
-    merge_free(list);
+    if (list->dirty_pages == 0)
+      merge_free(list);
+    else
+      merge_dirty(list);
     list = next;
   }
 }
@@ -212,7 +230,7 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   if (m == nullptr) {
     if (!clean) return nullptr;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
-    if (m == nullptr) m = add_region();
+    if (m == nullptr) m = add_region(order);
     if (m == nullptr) return nullptr;
     m->dirty_pages = 0;  // purged or never touched
     split(m, order, [](ChunkMeta* upper) { push_free(upper); });
@@ -273,7 +291,13 @@ size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
 size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
 size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 
-void lock_for_fork() { g_lock.lock(); }
-void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
+void lock_for_fork() {
+  g_lock.lock();
+  address_space::lock_for_fork();
+}
+void unlock_after_fork(bool child) {
+  address_space::unlock_after_fork(child);
+  g_lock.unlock_after_fork(child);
+}
 
 }  // namespace roost::chunks

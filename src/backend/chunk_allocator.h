@@ -1,8 +1,9 @@
 // backend/chunk_allocator.h — power-of-two chunks carved from reserved
 // regions, buddy style.
 //
-// Owns: the regions (1 GiB, aligned, lazily committed), their ChunkMeta
-// tables, the buddy free lists with coalescing, and the decay of released
+// Owns: the regions (up to 1 GiB, aligned to their size, lazily committed;
+// backend/address_space.h places and sizes them), their ChunkMeta tables
+// (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of released
 // memory: a released chunk stays "dirty" (its pages resident, reusable
 // without a page fault) for one to two purge delays (ROOST_PURGE_DELAY),
 // then is purged and merged with its free buddies.  Every chunk handed out is
@@ -25,7 +26,8 @@ ChunkMeta* meta_of(uintptr_t addr);
 // A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder) with kind
 // kUnused and `base`/`order`/`dirty_pages` set: recently released memory
 // first (dirty_pages > 0: that many leading pages may hold old bytes), else
-// memory that reads as zero (dirty_pages == 0).  nullptr when the OS refuses.
+// memory that reads as zero (dirty_pages == 0).  nullptr when the OS refuses
+// (nothing changed: a later call may succeed).
 ChunkMeta* alloc(unsigned order);
 
 // A released, unpurged chunk of 2^order bytes, split from one of at most

@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "backend/address_space.h"
 #include "backend/chunk_allocator.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
@@ -56,7 +57,7 @@ void note_dirty(ChunkMeta* m, size_t usable) {
 }
 
 void* alloc_huge(size_t usable, size_t align) {
-  void* p = os::reserve_aligned(usable, align < config::kGranule ? config::kGranule : align);
+  void* p = address_space::reserve_huge(usable, align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
   ChunkMeta* m;
   {
@@ -66,7 +67,7 @@ void* alloc_huge(size_t usable, size_t align) {
   }
   if (m == nullptr) m = static_cast<ChunkMeta*>(meta_arena::alloc(sizeof(ChunkMeta), 64));
   if (m == nullptr) {
-    os::release(p, usable);
+    address_space::release_huge(p, usable);
     return nullptr;
   }
   set_kind(m, ChunkKind::kHuge);
@@ -116,7 +117,9 @@ void free(ChunkMeta* m) {
   account(-static_cast<ptrdiff_t>(usable), 0, 1);
   if (m->kind == ChunkKind::kHuge) {
     account_huge(-static_cast<ptrdiff_t>(usable), -1);
-    os::release(reinterpret_cast<void*>(m->base), usable);
+    // Should the OS refuse to unmap it, the range stays reserved: lost to
+    // roost, but nothing else breaks.
+    address_space::release_huge(reinterpret_cast<void*>(m->base), usable);
     LockGuard guard(g_lock);
     m->next = g_spare_huge_meta;
     g_spare_huge_meta = m;
@@ -131,18 +134,19 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   size_t old = m->large_size;
   if (m->kind == ChunkKind::kHuge) {
     if (usable > old || usable < old / 2) return false;
-    if (usable < old) os::release(reinterpret_cast<void*>(m->base + usable), old - usable);
+    if (usable < old && !address_space::shrink_huge(reinterpret_cast<void*>(m->base), old, usable))
+      return false;
     account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
     size_t chunk = size_t{1} << m->order;
     if (usable > chunk || usable * 4 <= chunk) return false;
     note_dirty(m, usable);
     // A shrink by a megabyte or more gives the tail's pages back now.
-    if (dirty_extent(m) >= usable + (size_t{1} << 20)) {
-      os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
-                options::get(options::kPurgeZero) != 0);
+    // (Should the OS refuse, the tail keeps its bytes and stays dirty.)
+    if (dirty_extent(m) >= usable + (size_t{1} << 20) &&
+        os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
+                  options::get(options::kPurgeZero) != 0))
       m->dirty_pages = static_cast<uint32_t>(usable / config::kPageSize);
-    }
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);

@@ -10,23 +10,37 @@
 namespace roost::meta_arena {
 
 namespace {
-constexpr size_t kBlock = size_t{64} << 20;  // lazily committed
+// Blocks are reserved lazily committed, each twice the last (from 1 MiB to
+// 64 MiB), so that a small process holds little address space for its
+// metadata; a block the OS refuses is asked for again at just the size
+// needed.
+constexpr size_t kFirstBlock = size_t{1} << 20;
+constexpr size_t kMaxBlock = size_t{64} << 20;
 SpinLock lock;
 uintptr_t cursor = 0;
 uintptr_t limit = 0;
+size_t next_block = kFirstBlock;
 std::atomic<size_t> reserved{0};  // written under the lock, read without it
+
+void* reserve_block(size_t block) {
+  void* fresh = os::reserve_aligned(block, 4096);
+  if (fresh == nullptr) return nullptr;
+  reserved.fetch_add(block, std::memory_order_relaxed);
+  cursor = reinterpret_cast<uintptr_t>(fresh);
+  limit = cursor + block;
+  return fresh;
+}
 }  // namespace
 
 void* alloc(size_t size, size_t align) {
   LockGuard guard(lock);
   uintptr_t p = bits::align_up(cursor, align);
   if (cursor == 0 || p + size > limit) {
-    size_t block = size + align > kBlock ? bits::align_up(size + align, kBlock) : kBlock;
-    void* fresh = os::reserve_aligned(block, 4096);
-    if (fresh == nullptr) return nullptr;
-    reserved.fetch_add(block, std::memory_order_relaxed);
-    cursor = reinterpret_cast<uintptr_t>(fresh);
-    limit = cursor + block;
+    size_t needed = bits::align_up(size + align, 4096);
+    size_t block = needed > next_block ? bits::align_up(needed, kFirstBlock) : next_block;
+    if (reserve_block(block) == nullptr && (block == needed || reserve_block(needed) == nullptr))
+      return nullptr;
+    if (next_block < kMaxBlock) next_block *= 2;
     p = bits::align_up(cursor, align);
   }
   cursor = p + size;

@@ -1,10 +1,16 @@
 // backend/pagemap.h — address -> chunk metadata, one flat array.
 //
-// Owns: the pagemap, a flat array with one entry per 64 KiB granule of the
-// 47-bit address space, reserved with lazy commit (only touched parts cost
+// Owns: the pagemap, a flat array with one entry per 64 KiB granule from
+// address 0 up to a limit, lazily committed (only touched parts cost
 // memory).  An entry is the ChunkMeta of the chunk covering the granule, or
-// null for memory roost does not own.  Slabs map every granule; large
-// objects map their first.  Must never: allocate, or interpret the metadata.
+// null for memory roost does not own; an address at or above the limit is
+// not roost's.  The limit covers whatever roost has placed: where roost
+// places its memory itself (backend/address_space.h, config::kPlaceInWindow)
+// the array sits at config::kPagemapBase and grows in place as the window
+// does, so it costs address space in proportion to roost's memory;
+// otherwise it covers the whole 47-bit address space from the start.
+// Slabs map every granule; large objects map their first.  Must never:
+// allocate, or interpret the metadata.
 #pragma once
 
 #include <atomic>
@@ -24,14 +30,29 @@ inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::
 // reaches each with one RIP-relative instruction.  Entries change while
 // other threads look them up: atomic, relaxed (a thread that finds an entry
 // reads the record's fields its owner published before handing the memory
-// out).  The two variables are set once, in init(), before the limit is
-// published with a release store; the fast path reads them plainly, so the
-// limit's load folds into its compare.
+// out).  g_entries is set once, in init(); g_limit only grows, with a
+// release store, before any memory it newly covers is handed out (so a
+// thread holding such a pointer got it through synchronisation that also
+// shows it the new limit).  The fast path reads both plainly, so the
+// limit's load folds into its compare: an aligned word load, which x86-64
+// and AArch64 never tear.
 extern std::atomic<ChunkMeta*>* g_entries ROOST_HIDDEN;
 extern uintptr_t g_limit ROOST_HIDDEN;
 
-// Reserves the table.  Returns false if the OS refused.
+// Reserves the table.  Returns false if the OS refused (wanted_bytes() says
+// how much it asked for).
 bool init();
+size_t wanted_bytes();
+
+// Grows the table to cover [0, end) if it does not yet; false if the OS
+// refused.  The caller serialises calls (backend/address_space.cc's lock).
+bool cover(uintptr_t end);
+
+// Does the table grow with the window (true), or cover every address?
+bool grows();
+
+// Address space the table holds now.
+size_t reserved_bytes();
 
 ROOST_INLINE ChunkMeta* lookup(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);

@@ -76,6 +76,8 @@ ChunkMeta* ChunkCache::take(unsigned order) {
       kept_bytes() + (size_t{1} << kBatchOrder) <= reserve())
     take = kBatchOrder;
   ChunkMeta* m = chunks::alloc(take);
+  // Near the address-space limit a batch may not fit where the chunk does.
+  if (m == nullptr && take != order) m = chunks::alloc(order);
   if (m == nullptr) return nullptr;
   chunks::split_out(m, order, [this](ChunkMeta* piece) { add(piece); });
   return m;

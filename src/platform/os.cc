@@ -1,26 +1,69 @@
 // platform/os.cc — Linux implementation of platform/os.h.
 #include "platform/os.h"
 
+#include <atomic>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
 namespace roost::os {
 
+namespace {
+
+#if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
+struct FaultPlan {
+  std::atomic<long> calls{0};
+  std::atomic<long> first{0};
+  std::atomic<long> count{0};
+  std::atomic<long> injected{0};
+};
+FaultPlan g_faults[3];
+
+// True when this call of `kind` is one the test asked to fail.
+bool injected(FaultKind kind) {
+  FaultPlan& f = g_faults[static_cast<int>(kind)];
+  long n = f.calls.fetch_add(1, std::memory_order_relaxed);
+  long first = f.first.load(std::memory_order_relaxed);
+  long count = f.count.load(std::memory_order_relaxed);
+  if (count == 0 || n < first || (count > 0 && n - first >= count)) return false;
+  f.injected.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+#else
+constexpr bool injected(FaultKind) { return false; }
+#endif
+
+constexpr int kProt = PROT_READ | PROT_WRITE;
+constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+void* map(void* hint, size_t size, int extra_flags) {
+  if (injected(FaultKind::kMap)) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  return mmap(hint, size, kProt, kFlags | extra_flags, -1, 0);
+}
+
+}  // namespace
+
 void* reserve_aligned(size_t size, size_t align) {
-  const int prot = PROT_READ | PROT_WRITE;
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   if (align <= page_size()) {
-    void* p = mmap(nullptr, size, prot, flags, -1, 0);
+    void* p = map(nullptr, size, 0);
     return p == MAP_FAILED ? nullptr : p;
   }
   // Over-reserve, then trim both ends to the alignment.
   size_t span = size + align;
   if (span < size) return nullptr;
-  void* raw = mmap(nullptr, span, prot, flags, -1, 0);
+  void* raw = map(nullptr, span, 0);
   if (raw == MAP_FAILED) return nullptr;
   uintptr_t start = reinterpret_cast<uintptr_t>(raw);
   uintptr_t aligned = (start + align - 1) & ~(uintptr_t{align} - 1);
@@ -30,9 +73,50 @@ void* reserve_aligned(size_t size, size_t align) {
   return reinterpret_cast<void*>(aligned);
 }
 
-void release(void* p, size_t size) { munmap(p, size); }
+Placement reserve_at(uintptr_t addr, size_t size) {
+  void* want = reinterpret_cast<void*>(addr);
+  int saved = errno;
+  void* p = map(want, size, MAP_FIXED_NOREPLACE);
+  int error = errno;
+  errno = saved;
+  if (p == want) return Placement::kPlaced;
+  if (p != MAP_FAILED) {
+    // A kernel older than MAP_FIXED_NOREPLACE takes the address as a hint.
+    munmap(p, size);
+    return Placement::kOccupied;
+  }
+  return error == EEXIST ? Placement::kOccupied : Placement::kRefused;
+}
 
-void purge(void* p, size_t size, bool zero) { madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE); }
+bool release(void* p, size_t size) {
+  if (injected(FaultKind::kUnmap)) return false;
+  return munmap(p, size) == 0;
+}
+
+bool purge(void* p, size_t size, bool zero) {
+  if (injected(FaultKind::kPurge)) return false;
+  return madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE) == 0;
+}
+
+size_t address_space_limit() {
+  rlimit r;
+  if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return static_cast<size_t>(r.rlim_cur);
+}
+
+size_t address_space_used() {
+  // /proc/self/statm: "size resident shared ..." in pages.
+  int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[64];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  size_t pages = 0;
+  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+    pages = pages * 10 + static_cast<size_t>(buf[i] - '0');
+  return pages * page_size();
+}
 
 size_t page_size() {
   static size_t cached = 0;
@@ -76,3 +160,16 @@ uint64_t now_ns() {
 namespace roost::os {
 void yield() { sched_yield(); }
 }  // namespace roost::os
+
+#if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
+extern "C" void roost_test_inject_faults(int kind, long first, long count) {
+  auto& f = roost::os::g_faults[kind];
+  f.count.store(0, std::memory_order_relaxed);
+  f.calls.store(0, std::memory_order_relaxed);
+  f.first.store(first, std::memory_order_relaxed);
+  f.count.store(count, std::memory_order_relaxed);
+}
+extern "C" long roost_test_injected_faults(int kind) {
+  return roost::os::g_faults[kind].injected.load(std::memory_order_relaxed);
+}
+#endif

@@ -1,9 +1,11 @@
 // platform/os.h — the only door to the operating system.
 //
-// Owns: address-space reservation, purge, page size, the thread-exit hook,
-// fork hooks, the process id, and files written by name (the statistics
-// report).  Must never: allocate through malloc, call stdio, or hold
-// allocator policy (which chunk, when to purge: that is the backend's).
+// Owns: address-space reservation (anywhere, or at an address the backend
+// picks), purge, the address-space limit, page size, the thread-exit hook,
+// fork hooks, the process id, files written by name (the statistics
+// report), and the test-only fault injection that makes the OS refuse.
+// Must never: allocate through malloc, call stdio, or hold allocator policy
+// (which chunk, where, when to purge: that is the backend's).
 #pragma once
 
 #include <cstddef>
@@ -16,13 +18,33 @@ namespace roost::os {
 // reservation).  Fresh pages read as zero.  nullptr when the OS refuses.
 void* reserve_aligned(size_t size, size_t align);
 
-// Returns address space reserved above to the OS.
-void release(void* p, size_t size);
+// What reserve_at() did.
+enum class Placement {
+  kPlaced,    // the range is reserved at the address asked for
+  kOccupied,  // something else is there (or the kernel put it elsewhere)
+  kRefused,   // the OS refused the memory (address-space limit, map count)
+};
+
+// Reserves [addr, addr + size) as reserve_aligned() does, but only at that
+// address, never over an existing mapping.
+Placement reserve_at(uintptr_t addr, size_t size);
+
+// Returns address space reserved above to the OS; false if it refused (the
+// range stays reserved).
+bool release(void* p, size_t size);
 
 // Gives the physical pages under [p, p+size) back; the range stays reserved
 // and reads as zero afterwards when `zero` is set (MADV_DONTNEED), or may
-// keep old contents until the kernel needs memory (MADV_FREE).
-void purge(void* p, size_t size, bool zero);
+// keep old contents until the kernel needs memory (MADV_FREE).  False if
+// the OS refused: the pages keep their contents.
+bool purge(void* p, size_t size, bool zero);
+
+// The process's address-space limit (RLIMIT_AS, `ulimit -v`) in bytes;
+// SIZE_MAX when there is none.
+size_t address_space_limit();
+// The address space the process has mapped now (VmSize), in bytes; 0 if
+// unknown.  Reads /proc (slow: diagnostics only).
+size_t address_space_used();
 
 size_t page_size();
 
@@ -52,3 +74,17 @@ namespace roost::os {
 // Gives up the CPU to another runnable thread (lock back-off).
 void yield();
 }  // namespace roost::os
+
+// Test-only fault injection, compiled in with -DROOST_FAULT_INJECTION=1
+// (the test variants of the library): the calls of one kind made after
+// roost_test_inject_faults() are numbered from 0, and those numbered
+// [first, first + count) fail as the OS fails them (mmap: ENOMEM; madvise:
+// EAGAIN; munmap: ENOMEM).  count < 0: every call from `first` on.
+namespace roost::os {
+enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2 };
+}  // namespace roost::os
+#if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
+extern "C" void roost_test_inject_faults(int kind, long first, long count);
+// Calls of `kind` that failed by injection so far.
+extern "C" long roost_test_injected_faults(int kind);
+#endif

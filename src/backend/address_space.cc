@@ -1,0 +1,170 @@
+// backend/address_space.cc — implementation of backend/address_space.h.
+#include "backend/address_space.h"
+
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/spinlock.h"
+#include "platform/os.h"
+
+namespace roost::address_space {
+
+namespace {
+
+constexpr unsigned kSlotBits = config::kRegionBits;
+constexpr size_t kSlot = size_t{1} << kSlotBits;
+constexpr uintptr_t kFirstSlot = config::kWindowBase >> kSlotBits;
+// The window ends where the pagemap's own range begins.
+constexpr uintptr_t kEndSlot = config::kPagemapBase >> kSlotBits;
+
+enum class Slot : uint8_t {
+  kFree = 0,  // nothing of roost's, and nothing else seen there
+  kRegions,   // regions (which are never given back)
+  kHuge,      // part of a huge object's range
+  kForeign,   // something else is mapped there
+};
+
+SpinLock g_lock;
+Slot g_slots[kEndSlot];
+uintptr_t g_region_slot = 0;  // the slot regions go in now (0: none yet)
+size_t g_region_used = 0;     // its bytes before the next region
+
+bool in_window() { return pagemap::grows(); }
+
+// The first run of `count` free slots whose first is a multiple of
+// `align_slots`; 0 if there is none.  Lock held.
+uintptr_t find_free_run(size_t count, size_t align_slots) {
+  for (uintptr_t s = bits::align_up(kFirstSlot, align_slots); s + count <= kEndSlot;
+       s += align_slots) {
+    size_t i = 0;
+    while (i < count && g_slots[s + i] == Slot::kFree) i++;
+    if (i == count) return s;
+  }
+  return 0;
+}
+
+void mark(uintptr_t first, size_t count, Slot state) {
+  for (size_t i = 0; i < count; i++) g_slots[first + i] = state;
+}
+
+// Slots from the one holding `p` to the one holding its last byte.
+size_t slots_spanned(uintptr_t p, size_t size) {
+  return ((p + size - 1) >> kSlotBits) - (p >> kSlotBits) + 1;
+}
+
+// A region of `size` bytes in the window: after the last one in the current
+// slot, else at the start of a fresh slot.  Lock held.
+void* place_region(size_t size) {
+  for (;;) {
+    if (g_region_slot != 0) {
+      size_t offset = bits::align_up(g_region_used, size);
+      if (offset + size <= kSlot) {
+        uintptr_t at = (g_region_slot << kSlotBits) + offset;
+        switch (os::reserve_at(at, size)) {
+          case os::Placement::kPlaced:
+            g_region_used = offset + size;
+            return reinterpret_cast<void*>(at);
+          case os::Placement::kRefused:
+            return nullptr;
+          case os::Placement::kOccupied:
+            break;  // something else moved in: leave this slot
+        }
+      }
+      if (g_region_used == 0) g_slots[g_region_slot] = Slot::kForeign;
+    }
+    uintptr_t s = find_free_run(1, 1);
+    if (s == 0 || !pagemap::cover((s + 1) << kSlotBits)) return nullptr;
+    g_slots[s] = Slot::kRegions;
+    g_region_slot = s;
+    g_region_used = 0;
+  }
+}
+
+void* place_huge(size_t size, size_t align) {
+  size_t count = (size + kSlot - 1) >> kSlotBits;
+  size_t align_slots = align > kSlot ? align >> kSlotBits : 1;
+  for (;;) {
+    uintptr_t s = find_free_run(count, align_slots);
+    if (s == 0 || !pagemap::cover((s + count) << kSlotBits)) return nullptr;
+    switch (os::reserve_at(s << kSlotBits, size)) {
+      case os::Placement::kPlaced:
+        mark(s, count, Slot::kHuge);
+        return reinterpret_cast<void*>(s << kSlotBits);
+      case os::Placement::kRefused:
+        return nullptr;
+      case os::Placement::kOccupied:
+        // Somewhere in the run: the next search starts past its first slot.
+        g_slots[s] = Slot::kForeign;
+        break;
+    }
+  }
+}
+
+// The biggest region order worth asking for: a share of the address-space
+// limit, if there is one, and at least `min_order`.
+unsigned preferred_order(unsigned min_order) {
+  unsigned order = config::kRegionBits;
+  size_t limit = os::address_space_limit();
+  if (limit != SIZE_MAX) {
+    size_t share = limit / config::kRegionLimitShare;
+    unsigned cap = share > config::kGranule ? bits::log2_floor(share) : config::kGranuleBits;
+    if (cap < order) order = cap;
+  }
+  return order < min_order ? min_order : order;
+}
+
+}  // namespace
+
+void* reserve_region(unsigned min_order, unsigned* order) {
+  LockGuard guard(g_lock);
+  // Smaller and smaller while the OS refuses: under a limit roost keeps
+  // working until the limit truly leaves no room for what is asked.
+  for (unsigned o = preferred_order(min_order);; o--) {
+    size_t size = size_t{1} << o;
+    void* p = in_window() ? place_region(size) : os::reserve_aligned(size, size);
+    if (p != nullptr) {
+      *order = o;
+      return p;
+    }
+    if (o == min_order) return nullptr;
+  }
+}
+
+void release_region(void* p, unsigned order) {
+  // The window's place is not reused: regions are never given back, so
+  // this one just leaves a gap.
+  os::release(p, size_t{1} << order);
+}
+
+void* reserve_huge(size_t size, size_t align) {
+  if (!in_window()) return os::reserve_aligned(size, align);
+  LockGuard guard(g_lock);
+  return place_huge(size, align);
+}
+
+bool release_huge(void* p, size_t size) {
+  if (!os::release(p, size)) return false;
+  if (in_window()) {
+    uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    LockGuard guard(g_lock);
+    mark(at >> kSlotBits, slots_spanned(at, size), Slot::kFree);
+  }
+  return true;
+}
+
+bool shrink_huge(void* p, size_t size, size_t keep) {
+  uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  if (!os::release(reinterpret_cast<void*>(at + keep), size - keep)) return false;
+  if (in_window()) {
+    // The slots past the one holding the last byte kept are free again.
+    size_t before = slots_spanned(at, size), after = slots_spanned(at, keep);
+    LockGuard guard(g_lock);
+    mark((at >> kSlotBits) + after, before - after, Slot::kFree);
+  }
+  return true;
+}
+
+void lock_for_fork() { g_lock.lock(); }
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
+
+}  // namespace roost::address_space
