@@ -15,14 +15,19 @@ round trips (PYTHONMALLOC=malloc so every object goes through malloc);
 (object files compared byte for byte); (d) git init/add/commit/log/gc in a
 fresh repository with fixed dates, so hashes are reproducible.
 
+With --ulimit-v MIB the roost runs happen under that address-space limit
+(RLIMIT_AS, as `ulimit -v` sets it) and must still match the system
+allocator's unlimited runs: roost degrades under a limit, it does not refuse.
+
 Needs python3, coreutils sort, g++, git.  Usage:
-  preload_programs.py --lib path/to/libroost.so --data tests/data --work DIR
+  preload_programs.py --lib path/to/libroost.so --data tests/data --work DIR [--ulimit-v MIB]
 """
 
 import argparse
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,17 +47,22 @@ def clean_env(extra):
     return env
 
 
-def run(cmd, env, cwd, timeout=120, stdin=None):
+def run(cmd, env, cwd, timeout=120, stdin=None, limit=None):
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     start = time.monotonic()
     p = subprocess.run(cmd, env=env, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout)
+                       stderr=subprocess.PIPE, timeout=timeout,
+                       preexec_fn=set_limit if limit else None)
     return p, time.monotonic() - start
 
 
 class Runner:
-    def __init__(self, lib, work):
+    def __init__(self, lib, work, limit=None):
         self.lib = lib
         self.work = work
+        self.limit = limit  # RLIMIT_AS of the roost runs, in bytes
 
     def env(self, roost, extra=None):
         e = {"LD_PRELOAD": self.lib, "ROOST_STATS": "1"} if roost else {}
@@ -63,7 +73,8 @@ class Runner:
         """Runs a list of commands in order; returns (stdout, stderr, seconds)."""
         out, err, secs = b"", "", 0.0
         for cmd in steps:
-            p, t = run(cmd, self.env(roost, extra_env), cwd or self.work)
+            p, t = run(cmd, self.env(roost, extra_env), cwd or self.work,
+                       limit=self.limit if roost else None)
             secs += t
             out += p.stdout
             err += p.stderr.decode(errors="replace")
@@ -217,6 +228,8 @@ def main():
     ap.add_argument("--data", required=True, help="tests/data")
     ap.add_argument("--work", required=True, help="scratch directory (recreated)")
     ap.add_argument("--only", action="append", choices=sorted(WORKLOADS), help="run only these")
+    ap.add_argument("--ulimit-v", type=int, metavar="MIB",
+                    help="run roost's side under this address-space limit (MiB)")
     args = ap.parse_args()
 
     lib = os.path.abspath(args.lib)
@@ -225,7 +238,9 @@ def main():
         return 1
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    r = Runner(lib, os.path.abspath(args.work))
+    r = Runner(lib, os.path.abspath(args.work), args.ulimit_v << 20 if args.ulimit_v else None)
+    if args.ulimit_v:
+        print("roost runs under ulimit -v %d MiB" % args.ulimit_v, flush=True)
     failures = 0
     start = time.monotonic()
     for key in args.only or list(WORKLOADS):
