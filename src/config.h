@@ -35,12 +35,22 @@ inline constexpr size_t kRegionLimitShare = 16;
 // proportion to the highest address it covers, so roost places its regions
 // and huge objects itself, in 1 GiB slots from kWindowBase upward (above
 // the low 32 GiB that MAP_32BIT users and zero-based compressed pointers
-// want), and the pagemap, which grows in place, at kPagemapBase (the
+// want), and the pagemap, which grows in place, from kPagemapBase (the
 // window's end).  Sanitizers own the address-space layout: under them (and
 // wherever the kernel does not honour the placement) the kernel places
 // everything and the pagemap covers the whole address space.
 inline constexpr uintptr_t kWindowBase = uintptr_t{1} << 35;   // 32 GiB
 inline constexpr uintptr_t kPagemapBase = uintptr_t{1} << 44;  // 16 TiB
+// Layout randomisation (addresses an attacker cannot predict): the window's
+// first slot is one of up to kWindowSpreadSlots + 1 slots from kWindowBase
+// (each slot below it costs the pagemap 128 KiB of address space, so under
+// a limit the spread is cut to keep that under 1/kSpreadLimitShare of it),
+// and the pagemap starts at one of kPagemapSpread 4 GiB steps from
+// kPagemapBase.
+inline constexpr size_t kWindowSpreadSlots = 255;
+inline constexpr size_t kSpreadLimitShare = 64;
+inline constexpr size_t kPagemapSpread = 4096;
+inline constexpr unsigned kPagemapStepBits = 32;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool kPlaceInWindow = false;
 #else

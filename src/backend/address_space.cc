@@ -13,7 +13,6 @@ namespace {
 
 constexpr unsigned kSlotBits = config::kRegionBits;
 constexpr size_t kSlot = size_t{1} << kSlotBits;
-constexpr uintptr_t kFirstSlot = config::kWindowBase >> kSlotBits;
 // The window ends where the pagemap's own range begins.
 constexpr uintptr_t kEndSlot = config::kPagemapBase >> kSlotBits;
 
@@ -34,7 +33,8 @@ bool in_window() { return pagemap::grows(); }
 // The first run of `count` free slots whose first is a multiple of
 // `align_slots`; 0 if there is none.  Lock held.
 uintptr_t find_free_run(size_t count, size_t align_slots) {
-  for (uintptr_t s = bits::align_up(kFirstSlot, align_slots); s + count <= kEndSlot;
+  uintptr_t first = pagemap::window_start() >> kSlotBits;
+  for (uintptr_t s = bits::align_up(first, align_slots); s + count <= kEndSlot;
        s += align_slots) {
     size_t i = 0;
     while (i < count && g_slots[s + i] == Slot::kFree) i++;

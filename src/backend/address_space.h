@@ -5,7 +5,7 @@
 // the address-space limit and the OS allow, down to what the request
 // needs), and keeping the pagemap covering every range handed out.  Where
 // roost places memory itself (config::kPlaceInWindow, decided for good by
-// pagemap::init()), ranges go in 1 GiB slots from config::kWindowBase
+// pagemap::init()), ranges go in 1 GiB slots from pagemap::window_start()
 // upward: regions side by side in one slot at a time, a huge object in a
 // run of free slots (free again when it is), and a slot something else
 // occupies is skipped.  Otherwise the kernel places them.  Must never: be

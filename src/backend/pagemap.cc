@@ -11,12 +11,26 @@ uintptr_t g_limit = 0;
 namespace {
 
 constexpr size_t kEntryBytes = sizeof(std::atomic<ChunkMeta*>);
-// In the window: at first the entries up to the window's first slot.
-constexpr size_t kFirstEntries = (config::kWindowBase + config::kRegion) >> config::kGranuleBits;
-static_assert((kFirstEntries * kEntryBytes) % config::kPageSize == 0);
+constexpr size_t kSlotEntryBytes = (config::kRegion >> config::kGranuleBits) * kEntryBytes;
+static_assert(kSlotEntryBytes % config::kPageSize == 0);
 
 bool g_grows = false;
 size_t g_wanted = 0;
+uintptr_t g_window_start = config::kWindowBase;
+
+// The window's first slot and the table's place, drawn at random (see
+// config.h); the spread below the window is cut under an address-space
+// limit, since the table covers it.
+void draw_layout(uintptr_t* window_start, uintptr_t* table_at) {
+  uint64_t e = os::entropy();
+  size_t spread = config::kWindowSpreadSlots;
+  size_t limit = os::address_space_limit();
+  if (limit != SIZE_MAX && limit / config::kSpreadLimitShare / kSlotEntryBytes < spread)
+    spread = limit / config::kSpreadLimitShare / kSlotEntryBytes;
+  *window_start = config::kWindowBase + (e % (spread + 1)) * config::kRegion;
+  *table_at = config::kPagemapBase +
+              ((e >> 32) % config::kPagemapSpread << config::kPagemapStepBits);
+}
 
 void publish(std::atomic<ChunkMeta*>* entries, size_t count) {
   g_entries = entries;
@@ -28,12 +42,16 @@ void publish(std::atomic<ChunkMeta*>* entries, size_t count) {
 bool init() {
   if (g_limit != 0) return true;
   if constexpr (config::kPlaceInWindow) {
-    g_wanted = kFirstEntries * kEntryBytes;
-    switch (os::reserve_at(config::kPagemapBase, g_wanted)) {
+    uintptr_t table_at = 0;
+    draw_layout(&g_window_start, &table_at);
+    // At first the entries up to the end of the window's first slot.
+    size_t first_entries = (g_window_start + config::kRegion) >> config::kGranuleBits;
+    g_wanted = first_entries * kEntryBytes;
+    switch (os::reserve_at(table_at, g_wanted)) {
       case os::Placement::kPlaced:
         // Fresh pages read as zero: every entry starts null.
         g_grows = true;
-        publish(reinterpret_cast<std::atomic<ChunkMeta*>*>(config::kPagemapBase), kFirstEntries);
+        publish(reinterpret_cast<std::atomic<ChunkMeta*>*>(table_at), first_entries);
         return true;
       case os::Placement::kRefused:
         return false;
@@ -62,6 +80,8 @@ bool cover(uintptr_t end) {
 }
 
 bool grows() { return g_grows; }
+
+uintptr_t window_start() { return g_window_start; }
 
 size_t reserved_bytes() { return std::atomic_ref(g_limit).load(std::memory_order_relaxed) * kEntryBytes; }
 

@@ -6,8 +6,8 @@
 // null for memory roost does not own; an address at or above the limit is
 // not roost's.  The limit covers whatever roost has placed: where roost
 // places its memory itself (backend/address_space.h, config::kPlaceInWindow)
-// the array sits at config::kPagemapBase and grows in place as the window
-// does, so it costs address space in proportion to roost's memory;
+// the array sits at a random place from config::kPagemapBase and grows in
+// place as the window does, so it costs address space in proportion to roost's memory;
 // otherwise it covers the whole 47-bit address space from the start.
 // Slabs map every granule; large objects map their first.  Must never:
 // allocate, or interpret the metadata.
@@ -50,6 +50,8 @@ bool cover(uintptr_t end);
 
 // Does the table grow with the window (true), or cover every address?
 bool grows();
+// Where the window begins (its first slot, drawn at random in init()).
+uintptr_t window_start();
 
 // Address space the table holds now.
 size_t reserved_bytes();

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +118,14 @@ size_t address_space_used() {
   for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
     pages = pages * 10 + static_cast<size_t>(buf[i] - '0');
   return pages * page_size();
+}
+
+uint64_t entropy() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == static_cast<ssize_t>(sizeof(v))) return v;
+  if (const auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM)))
+    for (int i = 0; i < 8; i++) v = v << 8 | bytes[i];
+  return v ^ now_ns();
 }
 
 size_t page_size() {

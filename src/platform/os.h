@@ -48,6 +48,10 @@ size_t address_space_used();
 
 size_t page_size();
 
+// 64 random bits from the kernel (getrandom, else the bytes the kernel gave
+// the process at start); for layout randomisation, not cryptography.
+uint64_t entropy();
+
 // Calls `fn(arg)` when the calling thread exits, once per arming.  The hook
 // is process-wide: install once, arm per thread.
 bool install_thread_exit_hook(void (*fn)(void*));

@@ -1,13 +1,17 @@
 // The address space: regions aligned to their size and covered by the
 // pagemap, huge ranges placed in free slots and reused once given back, the
-// pagemap growing in place (where roost places memory itself), and regions
-// shrinking under an address-space limit until it leaves no room.
+// pagemap growing in place (where roost places memory itself) from a place
+// drawn at random per process, and regions shrinking under an
+// address-space limit until it leaves no room.
 #include "backend/address_space.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <vector>
 
 #include "backend/pagemap.h"
 #include "config.h"
@@ -147,4 +151,62 @@ TEST(AddressSpace, RegionsShrinkUnderAnAddressSpaceLimit) {
     if (address_space::reserve_region(config::kRegionBits, &o) != nullptr) return 7;
     return 0;
   });
+}
+
+// The window's first slot and the pagemap's place are drawn per process:
+// heap addresses are not the same from run to run.
+TEST(AddressSpace, TheLayoutDiffersFromProcessToProcess) {
+  ASSERT_TRUE(pagemap::init());
+  if (!pagemap::grows()) GTEST_SKIP() << "the kernel places memory here (sanitizer build)";
+  // Children start from a fresh exec: this binary with a filter that runs
+  // nothing but prints the layout.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::vector<std::pair<uintptr_t, uintptr_t>> seen;
+  for (int i = 0; i < 8; i++) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      execl("/proc/self/exe", "address_space_probe", "--gtest_filter=AddressSpaceProbe.*",
+            "--gtest_also_run_disabled_tests", nullptr);
+      _exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  close(fds[1]);
+  FILE* in = fdopen(fds[0], "r");
+  char line[256];
+  while (fgets(line, sizeof line, in) != nullptr) {
+    unsigned long long w = 0, t = 0;
+    if (sscanf(line, "layout %llx %llx", &w, &t) == 2) seen.emplace_back(w, t);
+  }
+  fclose(in);
+  ASSERT_EQ(seen.size(), 8u);
+  size_t distinct_windows = 0, distinct_tables = 0;
+  for (size_t i = 0; i < seen.size(); i++) {
+    bool new_window = true, new_table = true;
+    for (size_t j = 0; j < i; j++) {
+      new_window &= seen[j].first != seen[i].first;
+      new_table &= seen[j].second != seen[i].second;
+    }
+    distinct_windows += new_window;
+    distinct_tables += new_table;
+    EXPECT_GE(seen[i].first, config::kWindowBase);
+    EXPECT_EQ(seen[i].first % config::kRegion, 0u);
+    EXPECT_GE(seen[i].second, config::kPagemapBase);
+  }
+  EXPECT_GE(distinct_windows, 2u);
+  EXPECT_GE(distinct_tables, 2u);
+}
+
+// Run by the test above in a child: prints where this process's window and
+// pagemap are.
+TEST(AddressSpaceProbe, DISABLED_PrintLayout) {
+  ASSERT_TRUE(pagemap::init());
+  printf("layout %llx %llx\n", static_cast<unsigned long long>(pagemap::window_start()),
+         static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(pagemap::g_entries)));
+  fflush(stdout);
 }
