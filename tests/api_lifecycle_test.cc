@@ -2,7 +2,10 @@
 // from a static constructor (static_init.cc), from thread_local destructors
 // and pthread key destructors after a thread's allocator may be gone, frees
 // of objects whose owning thread has exited, many threads created and
-// exited, and fork while other threads allocate.
+// exited, and fork while other threads allocate.  Cases that need a whole
+// process of their own (shared libraries' constructors, exit handlers, exit
+// while other threads allocate, a pthread key older than roost's, plugins)
+// are in tests/lifecycle.
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/wait.h>

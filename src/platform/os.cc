@@ -136,11 +136,27 @@ size_t page_size() {
 
 namespace {
 pthread_key_t exit_key;
+std::atomic<bool> exit_key_live{false};
+
+// Runs when the object holding roost is unloaded or the process exits.  A
+// plugin that embeds roost (libroost-prefixed.a) and is closed with
+// dlclose() takes the hook's code with it: the key goes too, so that the
+// threads that used the plugin and exit later call nothing.  Threads that
+// exit after this keep their allocators out of the pool.
+__attribute__((destructor)) void remove_thread_exit_hook() {
+  if (exit_key_live.exchange(false, std::memory_order_acq_rel)) pthread_key_delete(exit_key);
+}
+}  // namespace
+
+bool install_thread_exit_hook(void (*fn)(void*)) {
+  if (pthread_key_create(&exit_key, fn) != 0) return false;
+  exit_key_live.store(true, std::memory_order_release);
+  return true;
 }
 
-bool install_thread_exit_hook(void (*fn)(void*)) { return pthread_key_create(&exit_key, fn) == 0; }
-
-void arm_thread_exit_hook(void* arg) { pthread_setspecific(exit_key, arg); }
+void arm_thread_exit_hook(void* arg) {
+  if (exit_key_live.load(std::memory_order_acquire)) pthread_setspecific(exit_key, arg);
+}
 
 void install_fork_hooks(void (*prepare)(), void (*parent)(), void (*child)()) {
   pthread_atfork(prepare, parent, child);

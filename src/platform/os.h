@@ -53,7 +53,9 @@ size_t page_size();
 uint64_t entropy();
 
 // Calls `fn(arg)` when the calling thread exits, once per arming.  The hook
-// is process-wide: install once, arm per thread.
+// is process-wide: install once, arm per thread.  It is removed when roost's
+// code goes away (dlclose of a plugin holding it, or exit): threads exiting
+// after that are not called back.
 bool install_thread_exit_hook(void (*fn)(void*));
 void arm_thread_exit_hook(void* arg);
 
