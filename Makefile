@@ -1,5 +1,6 @@
 # The README's two commands: `make bench` and `make test` (`make bench-full`:
-# the long benchmark run that regenerates docs/BENCHMARKS.md).
+# the long benchmark run that regenerates docs/BENCHMARKS.md; `make soak`:
+# the soak of tests/soak/, opt-in, SOAK_SECONDS per build).
 # Build trees live under build/: debug, release, asan and tsan (the
 # non-overriding parts under AddressSanitizer / ThreadSanitizer).
 
@@ -8,7 +9,7 @@ CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full install clean format
+.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full soak install clean format
 
 all: release
 
@@ -29,6 +30,15 @@ test-release test-debug test-asan test-tsan: test-%: %
 	ctest --test-dir build/$* $(CTEST_FLAGS)
 
 test: test-debug test-release test-asan test-tsan
+
+# The soak, twice: roost_* under AddressSanitizer, then malloc & co. linked
+# to libroost.a (Release); both run even when the first fails.
+SOAK_SECONDS ?= 100
+soak: release asan
+	@st=0; \
+	build/asan/tests/soak/roost_soak_prefixed --seconds $(SOAK_SECONDS) || st=1; \
+	build/release/tests/soak/roost_soak --seconds $(SOAK_SECONDS) || st=1; \
+	exit $$st
 
 bench: release
 	bash bench/run

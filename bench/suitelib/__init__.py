@@ -1,9 +1,10 @@
-"""The benchmarks' Python code: the workload suite, the fast-path runner, the peer allocators
-and the paired comparison (bench/README.md says what each does).
+"""The benchmarks' Python code: the workload suite, the fast-path runner, the peer allocators,
+the paired comparison and the address-space floor (bench/README.md says what each does).
 
-The commands are thin scripts in bench/ (suite.py, fastpath.py, peers.py, paired.py), each
-calling one module's main(); run from anywhere, e.g. `python3 bench/suite.py --list`. Python
-puts a script's own folder first on its path, so they import this package with no path edits.
+The commands are thin scripts in bench/ (suite.py, fastpath.py, peers.py, paired.py,
+ulimit_floor.py), each calling one module's main(); run from anywhere, e.g. `python3
+bench/suite.py --list`. Python puts a script's own folder first on its path, so they import
+this package with no path edits.
 
 One concern per module:
 
@@ -26,4 +27,6 @@ One concern per module:
                    bench/fastpath.py)
     paired.py      two allocators of one suite run compared case by case, with confidence
                    intervals (command: bench/paired.py)
+    ulimit_floor.py  the smallest `ulimit -v` under which a command runs, per allocator
+                   (command: bench/ulimit_floor.py)
 """
