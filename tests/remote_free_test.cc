@@ -121,10 +121,6 @@ uint64_t make_tag(uint64_t producer, uint64_t seq) {
   return producer << 48 | (seq & ((uint64_t{1} << 48) - 1));
 }
 
-inline unsigned char pattern_byte(uint64_t tag, size_t offset) {
-  return static_cast<unsigned char>(pattern_word(tag, offset / 8) >> (8 * (offset % 8)));
-}
-
 template <class F>
 void for_each_covered(size_t size, F&& f) {
   size_t end = size - 8;
@@ -135,33 +131,6 @@ void for_each_covered(size_t size, F&& f) {
   f(size_t{8}, size_t{4096});
   for (size_t o = 4096; o + 8 <= end - 4096; o += 4096) f(o, o + 8);
   f(end - 4096, end);
-}
-
-void fill_range(unsigned char* b, size_t from, size_t to, uint64_t tag) {
-  size_t o = from;
-  for (; o < to && (o & 7) != 0; o++) b[o] = pattern_byte(tag, o);
-  for (; o + 8 <= to; o += 8) {
-    uint64_t w = pattern_word(tag, o / 8);
-    memcpy(b + o, &w, 8);
-  }
-  for (; o < to; o++) b[o] = pattern_byte(tag, o);
-}
-
-// First offset in [from, to) that does not hold the pattern, or SIZE_MAX.
-size_t check_range(const unsigned char* b, size_t from, size_t to, uint64_t tag) {
-  size_t o = from;
-  for (; o < to && (o & 7) != 0; o++)
-    if (b[o] != pattern_byte(tag, o)) return o;
-  for (; o + 8 <= to; o += 8) {
-    uint64_t w = pattern_word(tag, o / 8), got;
-    memcpy(&got, b + o, 8);
-    if (got != w)
-      for (size_t k = o; k < o + 8; k++)
-        if (b[k] != pattern_byte(tag, k)) return k;
-  }
-  for (; o < to; o++)
-    if (b[o] != pattern_byte(tag, o)) return o;
-  return SIZE_MAX;
 }
 
 uint64_t checksum(const unsigned char* b, size_t size) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 
+#include "pattern.h"
 #include "roost.h"
 
 namespace roost_test {
@@ -83,15 +84,7 @@ inline struct roost_stats stats_snapshot() {
   } while (0)
 
 // ---------------------------------------------------------------------------
-// Byte patterns: a byte at offset i of an object with id `id`.  Depends on
-// both so that a copy shifted by any amount, or another object's bytes, is
-// detected.
-
-inline uint64_t pattern_word(uint64_t id, uint64_t index) {
-  uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull ^ (index * 0xD6E8FEB86659FD93ull);
-  x ^= x >> 29;
-  return x;
-}
+// Byte patterns (pattern.h) over whole objects.
 
 inline void fill_pattern(void* p, size_t n, uint64_t id) {
   unsigned char* b = static_cast<unsigned char*>(p);

@@ -48,10 +48,14 @@
 #include <thread>
 #include <vector>
 
+#include "../pattern.h"
 #include "roost.h"
 
 namespace {
 
+using roost_test::check_range;
+using roost_test::fill_range;
+using roost_test::pattern_word;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -89,16 +93,6 @@ constexpr size_t kMiB = 1024 * kKiB;
 
 constexpr size_t kFullCheck = 64 * kKiB;
 
-inline uint64_t pattern_word(uint64_t tag, uint64_t index) {
-  uint64_t x = (tag + 1) * 0x9E3779B97F4A7C15ull ^ (index * 0xD6E8FEB86659FD93ull);
-  x ^= x >> 29;
-  return x;
-}
-
-inline unsigned char pattern_byte(uint64_t tag, size_t offset) {
-  return static_cast<unsigned char>(pattern_word(tag, offset / 8) >> (8 * (offset % 8)));
-}
-
 // Calls f(from, to) for the covered ranges of [begin, end).
 template <class F>
 void for_each_covered(size_t begin, size_t end, F&& f) {
@@ -111,33 +105,6 @@ void for_each_covered(size_t begin, size_t end, F&& f) {
   for (size_t o = (begin + 4096 + 4095) & ~size_t{4095}; o + 8 <= end - 4096; o += 4096)
     f(o, o + 8);
   f(end - 4096, end);
-}
-
-void fill_range(unsigned char* b, size_t from, size_t to, uint64_t tag) {
-  size_t o = from;
-  for (; o < to && (o & 7) != 0; o++) b[o] = pattern_byte(tag, o);
-  for (; o + 8 <= to; o += 8) {
-    uint64_t w = pattern_word(tag, o / 8);
-    memcpy(b + o, &w, 8);
-  }
-  for (; o < to; o++) b[o] = pattern_byte(tag, o);
-}
-
-// First offset in [from, to) without the pattern, or SIZE_MAX.
-size_t check_range(const unsigned char* b, size_t from, size_t to, uint64_t tag) {
-  size_t o = from;
-  for (; o < to && (o & 7) != 0; o++)
-    if (b[o] != pattern_byte(tag, o)) return o;
-  for (; o + 8 <= to; o += 8) {
-    uint64_t w = pattern_word(tag, o / 8), got;
-    memcpy(&got, b + o, 8);
-    if (got != w)
-      for (size_t k = o; k < o + 8; k++)
-        if (b[k] != pattern_byte(tag, k)) return k;
-  }
-  for (; o < to; o++)
-    if (b[o] != pattern_byte(tag, o)) return o;
-  return SIZE_MAX;
 }
 
 void fill_pattern(void* p, size_t begin, size_t end, uint64_t tag) {
