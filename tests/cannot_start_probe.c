@@ -1,9 +1,11 @@
-/* When roost cannot start (no room for its page map), it says so in one
- * line on stderr naming the limit, the allocation fails with ENOMEM instead
- * of crashing, and roost starts at a later call once there is room.  Two
- * ways to refuse the room: `limit` lowers RLIMIT_AS (`ulimit -v`) to just
- * above what the process uses, `inject` has the platform layer refuse every
- * mmap (roost built with -DROOST_FAULT_INJECTION=1).  Linked to a static
+/* When roost cannot start (no room for its page map or its first region),
+ * it says so in one line on stderr naming the limit, the allocation fails
+ * with ENOMEM instead of crashing, and roost starts at a later call once
+ * there is room.  Three ways to refuse the room: `limit` lowers RLIMIT_AS
+ * (`ulimit -v`) to just above what the process uses; `inject` has the
+ * platform layer refuse every mmap (roost built with
+ * -DROOST_FAULT_INJECTION=1); `region` refuses every mmap but the first
+ * (the page map's), so roost's first metadata block is what cannot be had.  Linked to a static
  * roost; nothing here allocates before the first malloc under test (stdio
  * would).  Exits 0 when every check holds, else prints the failed one. */
 #include <errno.h>
@@ -60,11 +62,12 @@ int main(int argc, char** argv) {
   struct rlimit old;
   getrlimit(RLIMIT_AS, &old);
   int limit = strcmp(argv[1], "limit") == 0;
+  int region = strcmp(argv[1], "region") == 0;
   if (limit) {
     struct rlimit tight = {vm_size() + (1u << 20), old.rlim_max};
     CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
   } else {
-    roost_test_inject_faults(0, 0, -1);
+    roost_test_inject_faults(0, region ? 1 : 0, -1);
   }
   int error = 0;
   void* p = malloc_capturing_stderr(&error);
@@ -74,6 +77,8 @@ int main(int argc, char** argv) {
   CHECK(strchr(g_err, '\n') == g_err + strlen(g_err) - 1); /* one line */
   if (limit)
     CHECK(strstr(g_err, "the address-space limit (ulimit -v) is ") != NULL);
+  CHECK(strstr(g_err, region ? "of address space for its metadata; "
+                             : "of address space for the page map; ") != NULL);
   /* Said once: the next failing call is silent. */
   p = malloc_capturing_stderr(&error);
   CHECK(p == NULL && error == ENOMEM && g_err[0] == 0);

@@ -1,10 +1,13 @@
 // backend/address_space.cc — implementation of backend/address_space.h.
 #include "backend/address_space.h"
 
+#include <atomic>
+
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/spinlock.h"
+#include "platform/error.h"
 #include "platform/os.h"
 
 namespace roost::address_space {
@@ -25,6 +28,7 @@ enum class Slot : uint8_t {
 
 SpinLock g_lock;
 Slot g_slots[kEndSlot];
+bool g_any_region = false;  // has a region ever been placed?
 uintptr_t g_region_slot = 0;  // the slot regions go in now (0: none yet)
 size_t g_region_used = 0;     // its bytes before the next region
 
@@ -124,9 +128,13 @@ void* reserve_region(unsigned min_order, unsigned* order) {
     void* p = in_window() ? place_region(size) : os::reserve_aligned(size, size);
     if (p != nullptr) {
       *order = o;
+      g_any_region = true;
       return p;
     }
-    if (o == min_order) return nullptr;
+    if (o == min_order) {
+      if (!g_any_region) report_cannot_start("its first region", size);
+      return nullptr;
+    }
   }
 }
 
@@ -162,6 +170,28 @@ bool shrink_huge(void* p, size_t size, size_t keep) {
     mark((at >> kSlotBits) + after, before - after, Slot::kFree);
   }
   return true;
+}
+
+void report_cannot_start(const char* what, size_t bytes) {
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true, std::memory_order_relaxed)) return;
+  constexpr size_t kKiB = 1024, kMiB = kKiB * 1024;
+  err::Line line;
+  line.str("roost: cannot start: the OS refused ");
+  if (bytes >= kMiB)
+    line.dec(bits::align_up(bytes, kMiB) / kMiB).str(" MiB");
+  else
+    line.dec(bits::align_up(bytes, kKiB) / kKiB).str(" KiB");
+  line.str(" of address space for ").str(what).str("; ");
+  size_t limit = os::address_space_limit();
+  if (limit == SIZE_MAX) {
+    line.str("no address-space limit is set");
+  } else {
+    line.str("the address-space limit (ulimit -v) is ").dec(limit / kMiB).str(" MiB");
+    if (size_t used = os::address_space_used()) line.str(", ").dec(used / kMiB).str(" MiB in use");
+  }
+  line.str(": allocations fail with ENOMEM\n");
+  line.emit();
 }
 
 void lock_for_fork() { g_lock.lock(); }

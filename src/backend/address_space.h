@@ -39,6 +39,12 @@ bool release_huge(void* p, size_t size);
 // multiples of the page size); false if the OS refused (nothing changed).
 bool shrink_huge(void* p, size_t size, size_t keep);
 
+// One line on stderr, once per process, when roost cannot start: the OS
+// refused `bytes` of address space for `what` (its page map, its first
+// metadata block, its first region), with the address-space limit if there is one.  Allocations fail
+// with ENOMEM meanwhile; roost starts at a later call once there is room.
+void report_cannot_start(const char* what, size_t bytes);
+
 void lock_for_fork();
 void unlock_after_fork(bool child);
 

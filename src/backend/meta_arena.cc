@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "backend/address_space.h"
 #include "ds/bits.h"
 #include "ds/spinlock.h"
 #include "platform/os.h"
@@ -38,8 +39,11 @@ void* alloc(size_t size, size_t align) {
   if (cursor == 0 || p + size > limit) {
     size_t needed = bits::align_up(size + align, 4096);
     size_t block = needed > next_block ? bits::align_up(needed, kFirstBlock) : next_block;
-    if (reserve_block(block) == nullptr && (block == needed || reserve_block(needed) == nullptr))
+    if (reserve_block(block) == nullptr && (block == needed || reserve_block(needed) == nullptr)) {
+      if (reserved.load(std::memory_order_relaxed) == 0)
+        address_space::report_cannot_start("its metadata", needed);
       return nullptr;
+    }
     if (next_block < kMaxBlock) next_block *= 2;
     p = bits::align_up(cursor, align);
   }

@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <new>
 
+#include "backend/address_space.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "ds/spinlock.h"
 #include "options.h"
-#include "platform/error.h"
 #include "platform/os.h"
 
 namespace roost::pool {
@@ -99,27 +99,6 @@ void help_pooled() {
   g_lock.unlock();
 }
 
-// One line, once, when roost cannot reserve its pagemap: every allocation
-// then fails with ENOMEM, and the user should know why.
-ROOST_SLOW void report_cannot_start() {
-  static std::atomic<bool> reported{false};
-  if (reported.exchange(true, std::memory_order_relaxed)) return;
-  constexpr size_t kMiB = size_t{1} << 20;
-  err::Line line;
-  line.str("roost: cannot start: the OS refused ")
-      .dec(bits::align_up(pagemap::wanted_bytes(), kMiB) / kMiB)
-      .str(" MiB of address space for the page map; ");
-  size_t limit = os::address_space_limit();
-  if (limit == SIZE_MAX) {
-    line.str("no address-space limit is set");
-  } else {
-    line.str("the address-space limit (ulimit -v) is ").dec(limit / kMiB).str(" MiB");
-    if (size_t used = os::address_space_used()) line.str(", ").dec(used / kMiB).str(" MiB in use");
-  }
-  line.str(": allocations fail with ENOMEM\n");
-  line.emit();
-}
-
 void prefork() {
   g_lock.lock();
   large::lock_for_fork();
@@ -157,7 +136,7 @@ bool global_init() {
       options::load();
       if (os::page_size() != config::kPageSize) return false;
       if (!pagemap::init()) {
-        report_cannot_start();
+        address_space::report_cannot_start("the page map", pagemap::wanted_bytes());
         return false;
       }
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
