@@ -253,6 +253,12 @@ TEST(FaultInjection, ARefusedUnmapLosesNothingButTheRange) {
 // success holds its bytes, and once the refusals stop nothing fails.
 TEST(FaultInjection, StressUnderRefusalsThenRecovery) {
   constexpr int kThreads = 3;
+#if defined(__SANITIZE_THREAD__)
+  // Each huge mapping costs ThreadSanitizer its shadow: fewer of them.
+  const int cycles = 1, steps_after = 500, huge_one_in = 64;
+#else
+  const int cycles = 3, steps_after = 2000, huge_one_in = 16;
+#endif
   std::atomic<bool> refusing{true};
   std::atomic<long> failures{0}, bad_errno{0}, damaged{0}, late_failures{0}, operations{0};
   auto worker = [&](int t) {
@@ -261,6 +267,7 @@ TEST(FaultInjection, StressUnderRefusalsThenRecovery) {
     uint64_t next_id = uint64_t(t) << 40;
     auto allocate = [&](bool after) {
       unsigned kind = rng() % 16;
+      if (kind == 0 && rng() % (huge_one_in / 16) != 0) kind = 3;
       size_t n = kind == 0   ? kHuge
                  : kind < 4 ? 300000 + rng() % (8 * kMiB)
                             : 1 + rng() % 4000;
@@ -320,7 +327,7 @@ TEST(FaultInjection, StressUnderRefusalsThenRecovery) {
         if (live[i].size >= kHuge / 2) release(i);
     };
     while (refusing.load()) step(false);
-    for (int i = 0; i < 2000; i++) step(true);
+    for (int i = 0; i < steps_after; i++) step(true);
     while (!live.empty()) release(live.size() - 1);
   };
   std::vector<std::thread> threads;
@@ -331,10 +338,19 @@ TEST(FaultInjection, StressUnderRefusalsThenRecovery) {
   };
   const Plan plans[] = {{kMap, 0, -1}, {kMap, 3, 1},   {kPurge, 0, -1}, {kUnmap, 0, -1},
                         {kMap, 1, 4},  {kMap, 10, -1}, {kPurge, 2, 5},  {kMap, 0, -1}};
-  for (int cycle = 0; cycle < 3; cycle++) {
+  // Each plan holds for at least 60 ms and 150 of the workers' operations
+  // (sanitizers slow them down), and a plan that refuses every mmap until an
+  // allocation has failed under it; 20 s at most per plan.
+  for (int cycle = 0; cycle < cycles; cycle++) {
     for (const Plan& plan : plans) {
       Refusal refusal(plan.kind, plan.first, plan.count);
+      long ops = operations.load(), failed = failures.load();
+      bool want_failure = plan.kind == kMap && plan.count < 0;
+      auto start = std::chrono::steady_clock::now();
       std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      while (std::chrono::steady_clock::now() - start < std::chrono::seconds(20) &&
+             (operations.load() - ops < 150 || (want_failure && failures.load() == failed)))
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
   refusing = false;
