@@ -6,6 +6,9 @@
 // at exit, ROOST_STATS=json and ROOST_STATS_FILE, is tests/options_env_test.cc's.)
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,6 +32,22 @@ const std::vector<std::string> kClassFields = {
 #include "roost_stats.def"
 #undef ROOST_CLASS_STAT
 };
+
+// Waits until roost is at rest: nothing dirty for the service thread to
+// purge, and the service asleep (its wake-ups no longer change), so that two
+// snapshots taken one after the other agree.
+void quiesce() {
+  roost_trim();
+  struct roost_stats before, now;
+  ASSERT_EQ(roost_stats(&before), 0);
+  for (int i = 0; i < 200; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(roost_stats(&now), 0);
+    if (now.bytes_dirty == 0 && now.service_wakeups == before.service_wakeups) return;
+    before = now;
+  }
+  FAIL() << "roost did not come to rest";
+}
 
 std::string json_text() {
   int n = roost_stats_json(nullptr, 0);
@@ -75,6 +94,7 @@ unsigned class_of_size(uint64_t size) {
 TEST(Stats, JsonHoldsEveryCounterAndAgreesWithRoostStats) {
   std::vector<void*> keep;
   for (int i = 0; i < 100; i++) keep.push_back(roost_malloc(24 + i * 8));
+  quiesce();
   struct roost_stats s;
   ASSERT_EQ(roost_stats(&s), 0);
   Value v = json_value();  // nothing allocates through roost in between
@@ -172,6 +192,7 @@ TEST(Stats, ClassFiguresFollowAllocations) {
 }
 
 TEST(Stats, JsonIsTruncatedAsSnprintfTruncates) {
+  quiesce();
   const std::string full = json_text();
   const size_t n = full.size();
   for (size_t len : {size_t{1}, size_t{2}, size_t{10}, n / 2, n - 1, n, n + 1, n + 100}) {

@@ -7,7 +7,7 @@ import re
 
 # Units of the figure fields: field -> what one unit of work is.
 UNITS = {"objects_per_sec": "objects/s", "msgs_per_sec": "msgs/s", "ops_per_sec": "ops/s",
-         "writes_per_sec": "writes/s"}
+         "writes_per_sec": "writes/s", "steps_per_sec": "steps/s"}
 
 DEFAULT_THREADS_FULL = [1, 2, 4, 8, 16]
 # In a thread sweep every case does this fraction of the base configuration's
@@ -156,6 +156,9 @@ WORKLOADS = [
     Workload("realloc", "realloc-heavy (growing and shrinking buffers)", "realloc",
              ["-t", "2", "-n", "800000"], "ops_per_sec", "-n", threads="t", sweep=False,
              sets=("default", "full"), stresses="in-place growth, copies, size-class moves"),
+    Workload("cachepollute", "cache pollution: LLC-sized walk between malloc/free, 1 thread",
+             "cachepollute", ["-n", "500000"], "steps_per_sec", "-n",
+             stresses="the program's own work rate; the allocator's cache footprint evicts it"),
     Workload("large", "large objects, 1..64 MiB", "large",
              ["-t", "2", "-n", "1200"], "ops_per_sec", "-n", threads="t", sweep=False,
              sets=("default", "full"), stresses="mmap/munmap, page faults, large-object caches"),

@@ -15,6 +15,7 @@
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "ds/counter.h"
+#include "frontend/service.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -91,6 +92,12 @@ void take(Snapshot& s) {
   out.slabs = slabs;
   out.chunks = chunks::chunks_out();
   out.allocators = pool::allocators_created();
+  out.bytes_purged = chunks::purged_bytes();
+  service::Counters sc = service::counters();
+  out.service_running = sc.running ? 1 : 0;
+  out.service_wakeups = sc.wakeups;
+  out.service_bytes_purged = sc.bytes_purged;
+  out.service_allocators_drained = sc.allocators_drained;
   // Every object a thread frees remotely or forwards is sent.
   out.messages_sent = out.remote_frees + out.messages_forwarded;
 }

@@ -5,8 +5,12 @@
 // purged (outside the lock) and merged into the buddy lists, and the young
 // one becomes old.  So a chunk stays reusable for one to two delays, and
 // allocation prefers the young (most recently touched) chunks.  The clock is
-// read on these slow paths only; nothing purges while roost is idle (the
-// next allocation or release, or malloc_trim, does).
+// read on these slow paths only.  Who ages the generations: the next
+// allocation or release that finds the delay passed, or, while the service
+// thread runs (purge_in_background), that thread, so that memory is purged
+// while the program sleeps and the program's threads make no purge system
+// calls; they step in only past the dirty cap, or when the service is a
+// whole delay late.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
@@ -40,6 +44,10 @@ struct DirtyLists {
 
 std::atomic<Region*> g_regions[kRegionSlots];  // indexed by address >> kRegionBits (the slot)
 SpinLock g_lock;
+// One purge at a time: taken before g_lock, or tried with it held.  So
+// malloc_trim (purge_all) and fork wait for a purge in progress, whose
+// chunks are in transit, still resident and on no list.
+SpinLock g_purge_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
 DirtyLists g_young, g_old;
 uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones the one before
@@ -50,6 +58,9 @@ std::atomic<size_t> g_bytes_out{0};
 std::atomic<size_t> g_chunks_out{0};
 std::atomic<size_t> g_dirty{0};                       // bytes in dirty extents
 std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generations
+std::atomic<size_t> g_purged{0};
+std::atomic<ReleaseHook> g_release_hook{nullptr};
+std::atomic<bool> g_background{false};  // purge_in_background
 
 // A region of at least 2^min_order bytes (address_space.h sizes it), as
 // one free chunk; its slot's metadata table is made with the slot's first
@@ -153,17 +164,24 @@ ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
 }
 
 // Called with the lock held; returns with it held.  Purges `list` with the
-// lock dropped (madvise is a system call), then merges it.  A chunk the OS
-// would not purge keeps its contents, so it goes back among the dirty ones
-// (a later decay tries again) instead of the clean ones.
-void purge_and_merge(ChunkMeta* list) {
-  if (list == nullptr) return;
+// lock dropped (madvise is a system call), then merges it; returns the
+// bytes purged.  A chunk the OS would not purge keeps its contents, so it
+// goes back among the dirty ones (a later decay tries again) instead of the
+// clean ones.
+size_t purge_and_merge(ChunkMeta* list) {
+  if (list == nullptr) return 0;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
   // Chunks in transit belong to this thread: their dirty extents can change
   // without the lock.
-  for (ChunkMeta* m = list; m != nullptr; m = m->next)
-    if (os::purge(reinterpret_cast<void*>(m->base), dirty_extent(m), zero)) m->dirty_pages = 0;
+  size_t purged = 0;
+  for (ChunkMeta* m = list; m != nullptr; m = m->next) {
+    size_t extent = dirty_extent(m);
+    if (!os::purge(reinterpret_cast<void*>(m->base), extent, zero)) continue;
+    m->dirty_pages = 0;
+    purged += extent;
+  }
+  g_purged.fetch_add(purged, std::memory_order_relaxed);
   g_lock.lock();
   while (list != nullptr) {
     ChunkMeta* next = list->next;
@@ -173,14 +191,31 @@ void purge_and_merge(ChunkMeta* list) {
       merge_dirty(list);
     list = next;
   }
+  return purged;
 }
 
-// Ages the generations when a purge delay has passed since the last time,
-// or at once when dirty memory passes its cap.  Lock held.
-void decay(uint64_t now) {
-  uint64_t delay = options::get(options::kPurgeDelayMs) * 1000000u;
-  bool over_cap = dirty_bytes() > config::kMaxDirtyBytes;
-  if (now - g_rotated_ns < delay && !over_cap) return;
+uint64_t purge_delay_ns() { return options::get(options::kPurgeDelayMs) * 1000000u; }
+
+// Is aging on time the background purger's job?
+bool in_background() {
+  return g_background.load(std::memory_order_relaxed) && purge_delay_ns() != 0;
+}
+
+// Whether to age the generations: when `delays` purge delays have passed
+// since the last time, or at once when dirty memory passes its cap.
+bool decay_due(uint64_t now, uint64_t delays) {
+  return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= delays * purge_delay_ns();
+}
+
+// How many delays the program's own calls wait before they age the
+// generations: one, or, while the background thread does it on time, two
+// (they step in only when it is late: starved of a core, say).
+uint64_t inline_delays() { return in_background() ? 2 : 1; }
+
+// Ages the generations if decay_due(now, delays).  Both locks held; returns
+// the bytes purged.
+size_t decay_locked(uint64_t now, uint64_t delays) {
+  if (!decay_due(now, delays)) return 0;
   ChunkMeta* old = detach(g_old);
   for (unsigned o = 0; o <= kMaxOrder; o++) {
     // The young lists become the old ones (swap heads: O(orders)).
@@ -190,8 +225,18 @@ void decay(uint64_t now) {
   }
   g_epoch++;
   g_rotated_ns = now;
-  purge_and_merge(old);
-  if (dirty_bytes() > config::kMaxDirtyBytes) purge_and_merge(detach(g_old));
+  size_t purged = purge_and_merge(old);
+  if (dirty_bytes() > config::kMaxDirtyBytes) purged += purge_and_merge(detach(g_old));
+  return purged;
+}
+
+// decay_locked() with only g_lock held: skipped while another thread purges
+// (the aging is its job then).
+size_t decay(uint64_t now, uint64_t delays) {
+  if (!decay_due(now, delays) || !g_purge_lock.try_lock()) return 0;
+  size_t purged = decay_locked(now, delays);
+  g_purge_lock.unlock();
+  return purged;
 }
 
 // A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
@@ -225,7 +270,7 @@ void note_out(unsigned order) {
 ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
   LockGuard guard(g_lock);
-  decay(now);
+  decay(now, inline_delays());
   ChunkMeta* m = take_dirty(order, max_dirty_order);
   if (m == nullptr) {
     if (!clean) return nullptr;
@@ -266,17 +311,22 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   if (dirty_bytes > size) dirty_bytes = size;
   m->dirty_pages =
       static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) / config::kPageSize);
-  LockGuard guard(g_lock);
-  g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
-  g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
-  if (m->dirty_pages == 0)
-    merge_free(m);
-  else
-    merge_dirty(m);
-  decay(now);
+  {
+    LockGuard guard(g_lock);
+    g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
+    g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
+    if (m->dirty_pages == 0)
+      merge_free(m);
+    else
+      merge_dirty(m);
+    decay(now, inline_delays());
+  }
+  if (g_dirty.load(std::memory_order_relaxed) != 0)
+    if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
 }
 
 bool purge_all() {
+  LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
   ChunkMeta* all = detach(g_young, detach(g_old));
   bool any = all != nullptr;
@@ -284,20 +334,37 @@ bool purge_all() {
   return any;
 }
 
+ReleaseHook set_release_hook(ReleaseHook hook) {
+  return g_release_hook.exchange(hook, std::memory_order_relaxed);
+}
+
+void purge_in_background(bool on) { g_background.store(on, std::memory_order_relaxed); }
+
+size_t purge_due(uint64_t now, uint64_t* next_ns) {
+  LockGuard purging(g_purge_lock);
+  LockGuard guard(g_lock);
+  size_t purged = decay_locked(now, 1);
+  *next_ns = dirty_bytes() == 0 ? UINT64_MAX : g_rotated_ns + purge_delay_ns();
+  return purged;
+}
+
 void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
 size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
 size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
+size_t purged_bytes() { return g_purged.load(std::memory_order_relaxed); }
 size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 
 void lock_for_fork() {
+  g_purge_lock.lock();
   g_lock.lock();
   address_space::lock_for_fork();
 }
 void unlock_after_fork(bool child) {
   address_space::unlock_after_fork(child);
   g_lock.unlock_after_fork(child);
+  g_purge_lock.unlock_after_fork(child);
 }
 
 }  // namespace roost::chunks

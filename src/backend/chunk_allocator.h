@@ -6,7 +6,8 @@
 // (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of released
 // memory: a released chunk stays "dirty" (its pages resident, reusable
 // without a page fault) for one to two purge delays (ROOST_PURGE_DELAY),
-// then is purged and merged with its free buddies.  Every chunk handed out is
+// then is purged (by the next call that finds the delay passed, or by the
+// service thread while one runs) and merged with its free buddies.  Every chunk handed out is
 // naturally aligned to its size; its first `dirty_pages` pages may hold old
 // bytes, the rest reads as zero.  Must never: be called on a fast path (it
 // takes a lock), decide what chunks are used for, or purge under its lock.
@@ -47,6 +48,24 @@ void release(ChunkMeta* m, size_t dirty_bytes);
 // Purges every dirty chunk now (malloc_trim); true if there was any.
 bool purge_all();
 
+// ---- purging in the background (the service thread) ----
+
+// `hook` is called, outside the lock, after a release leaves dirty memory
+// behind (set once, at start-up; it must not allocate).  Returns the hook
+// it replaces.
+using ReleaseHook = void (*)();
+ReleaseHook set_release_hook(ReleaseHook hook);
+
+// While on (and ROOST_PURGE_DELAY is not 0), a background thread calls
+// purge_due() on time, and allocations and releases age dirty memory only
+// when it is a whole delay late (or past the dirty cap).
+void purge_in_background(bool on);
+
+// Ages the dirty generations if a purge delay has passed (purging the old
+// one).  Returns the bytes purged and, in *next_ns, the time (os::now_ns)
+// at which calling again has work, or UINT64_MAX when nothing is dirty.
+size_t purge_due(uint64_t now, uint64_t* next_ns);
+
 // Splits the chunk `m` down to `order`, calling keep(piece) for each upper
 // piece split off (kind kUnused, base/order set).  `m`'s dirty extent is
 // shared out: each piece gets the part of it that reaches the piece (its
@@ -86,6 +105,7 @@ void split_out(ChunkMeta* m, unsigned order, Keep&& keep) {
 size_t reserved_bytes();  // address space of all regions
 size_t bytes_out();       // bytes in chunks handed out (not in free lists)
 size_t dirty_bytes();     // bytes released but not purged yet (resident)
+size_t purged_bytes();    // bytes purged since start
 size_t chunks_out();
 
 void lock_for_fork();

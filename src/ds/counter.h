@@ -21,6 +21,16 @@ ROOST_INLINE uint64_t read_counter(const uint64_t& counter) {
   return std::atomic_ref(const_cast<uint64_t&>(counter)).load(std::memory_order_relaxed);
 }
 
+// Adds `n` to a counter only the calling thread writes, as a relaxed atomic
+// load and store (plain moves, no read-modify-write): for counters off the
+// fast paths that a thread other than the usual one may write (the service
+// thread, delivering a parked allocator's mail), so that readers' loads
+// never race with a plain write.
+ROOST_INLINE void bump_counter(uint64_t& counter, uint64_t n = 1) {
+  std::atomic_ref c(counter);
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // Adds to a counter that any thread may add to.
 ROOST_INLINE void add_shared_counter(uint64_t& counter, uint64_t n) {
   std::atomic_ref(counter).fetch_add(n, std::memory_order_relaxed);

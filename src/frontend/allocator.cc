@@ -6,12 +6,19 @@
 #include <cerrno>
 #include <cstddef>
 
+#include "frontend/service.h"
+
 namespace roost {
+
+// The slow paths the fast paths call end at a service safe point: the
+// allocator's state is whole again and the thread holds no lock.
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
-  return a->refill(sc);
+  void* p = a->refill(sc);
+  service::at_safe_point();
+  return p;
 }
 
 void* Allocator::refill_from_other_slab(unsigned sc) {
@@ -36,6 +43,7 @@ void Allocator::slab_event(ChunkMeta* m) {
   // thread that only frees its own objects still visits its inbox now and
   // then.
   visit_inbox();
+  service::at_safe_point();
 }
 
 void Allocator::free_remote_slow(ChunkMeta* m, void* p) {
@@ -45,6 +53,7 @@ void Allocator::free_remote_slow(ChunkMeta* m, void* p) {
 void Allocator::post_and_visit() {
   messenger_.post();
   visit_inbox();
+  service::at_safe_point();
 }
 
 uint64_t Allocator::receive(bool all) {

@@ -141,6 +141,11 @@ class Allocator {
   // went back to the backend.
   bool release_unused();
 
+  // Could the inbox hold messages?  (The owner's view: one load.)
+  bool has_mail() const { return messenger_.has_mail(); }
+  // See Messenger::set_parked (the pool parks allocators of exited threads).
+  void set_parked(bool parked) { messenger_.set_parked(parked); }
+
   // For statistics (read from other threads, approximately).
   const ClassCounters& class_counters() const { return counters_; }
   const MessageCounters& message_counters() const { return messenger_.counters(); }

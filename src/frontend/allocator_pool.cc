@@ -12,6 +12,7 @@
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "ds/spinlock.h"
+#include "frontend/service.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -50,6 +51,7 @@ Entry* acquire() {
     if (e != nullptr) {
       g_pooled = e->next_pooled;
       e->next_pooled = nullptr;
+      e->allocator.set_parked(false);
       return e;
     }
   }
@@ -66,6 +68,7 @@ void release(Entry* e) {
   LockGuard guard(g_lock);
   e->next_pooled = g_pooled;
   g_pooled = e;
+  e->allocator.set_parked(true);
 }
 
 void on_thread_exit(void* arg) {
@@ -77,7 +80,12 @@ void on_thread_exit(void* arg) {
   // it (resident for a purge delay): a pooled allocator holds only slabs
   // with objects still out.
   e->allocator.release_unused();
+  bool may_get_mail = e->allocator.slab_count() != 0;
   release(e);
+  // Mail posted to it from now on calls the service (the parked-mail hook);
+  // mail posted since it settled is the service's to find.
+  if (may_get_mail) service::want();
+  service::at_safe_point();
 }
 
 // Objects freed after their owner's thread exited wait in its inbox until a
@@ -141,6 +149,7 @@ bool global_init() {
       }
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
       ChunkCache::set_shortage_hook(help_pooled);
+      service::install();
       g_ready.store(true, std::memory_order_release);
     }
   }
@@ -174,6 +183,27 @@ void visit_all(void (*fn)(const Allocator&, void*), void* context) {
   for (Entry* e = g_all.load(std::memory_order_acquire); e != nullptr;
        e = e->next_all.load(std::memory_order_acquire))
     fn(e->allocator, context);
+}
+
+uint64_t drain_parked(bool* more) {
+  uint64_t drained = 0;
+  LockGuard guard(g_lock);
+  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) {
+    // Under the pool lock no thread can take `e`: the caller is its owner
+    // for the moment.
+    if (!e->allocator.visit_inbox()) continue;
+    drained++;
+    e->allocator.release_unused();
+    if (e->allocator.has_mail()) *more = true;
+  }
+  return drained;
+}
+
+bool parked_mail() {
+  LockGuard guard(g_lock);
+  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled)
+    if (e->allocator.has_mail()) return true;
+  return false;
 }
 
 uint64_t allocators_created() {

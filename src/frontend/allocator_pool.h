@@ -46,6 +46,13 @@ uint64_t allocators_created();
 // cached chunks); true if any memory went back.
 bool trim_all();
 
+// For the service thread: delivers the mail of allocators parked in the
+// pool (a bounded amount each) and lets each release what it then does not
+// use.  Returns how many had mail; *more: some still have.
+uint64_t drain_parked(bool* more);
+// Could a parked allocator have mail?
+bool parked_mail();
+
 // for_each() without the template: fn(allocator, context).
 void visit_all(void (*fn)(const Allocator&, void*), void* context);
 

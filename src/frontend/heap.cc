@@ -6,6 +6,7 @@
 
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
+#include "frontend/service.h"
 #include "platform/error.h"
 
 namespace roost::heap {
@@ -73,6 +74,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (reinterpret_cast<uintptr_t>(p) != m->base)
         invalid(where, "invalid pointer (interior of an object)", p);
       large::free(m);
+      service::at_safe_point();
       return;
     default:
       invalid(where, "invalid pointer (not allocated by roost)", p);

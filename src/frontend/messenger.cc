@@ -13,7 +13,24 @@ namespace {
 // adds to these.
 MessageCounters g_alone;
 
+std::atomic<void (*)()> g_parked_mail_hook{nullptr};
+
 }  // namespace
+
+void Messenger::set_parked_mail_hook(void (*hook)()) {
+  g_parked_mail_hook.store(hook, std::memory_order_relaxed);
+}
+
+void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
+  dest->inbox_.enqueue(first, last);
+  // Either the parker's fence (set_parked) comes first and this load sees
+  // it parked, or the parker, after its fence, asks the service to look
+  // (the pool does so for any allocator parked with slabs), and it finds
+  // this message.
+  full_fence();
+  if (ROOST_UNLIKELY(dest->parked_.load(std::memory_order_relaxed)))
+    if (void (*hook)() = g_parked_mail_hook.load(std::memory_order_relaxed)) hook();
+}
 
 void MessageCounters::add(const MessageCounters& from) {
 #define ROOST_STAT(name, source, description) ROOST_MESSAGE_COUNTER_##source(name)
@@ -46,8 +63,8 @@ void Messenger::post() {
     outbox_.for_each_filled([&](unsigned b) {
       if (b == home) return;
       Outbox::Bucket batch = outbox_.take(b);
-      owner_of(batch.head)->inbox_.enqueue(batch.head, batch.tail);
-      counters_.batches_sent++;
+      deliver(owner_of(batch.head), batch.head, batch.tail);
+      bump_counter(counters_.batches_sent);
     });
     if (outbox_.empty(home)) break;
     QueueNode* list = outbox_.take(home).head;
@@ -63,12 +80,12 @@ void Messenger::post() {
 
 void Messenger::note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
                               uint64_t forwarded_batches) {
-  counters_.inbox_drains++;
-  counters_.messages_received += objects;
-  counters_.slab_batches_received += batches;
+  bump_counter(counters_.inbox_drains);
+  bump_counter(counters_.messages_received, objects);
+  bump_counter(counters_.slab_batches_received, batches);
   if (forwarded == 0) return;
-  counters_.messages_forwarded += forwarded;
-  counters_.slab_batches_sent += forwarded_batches;
+  bump_counter(counters_.messages_forwarded, forwarded);
+  bump_counter(counters_.slab_batches_sent, forwarded_batches);
   // Forwarded messages go on at once (so they never count against the
   // outbox's room): the sender's post already waited for a full outbox, and
   // this thread may not free anything for a while.
@@ -78,7 +95,7 @@ void Messenger::note_received(uint64_t batches, uint64_t objects, uint64_t forwa
 void Messenger::send_alone(ChunkMeta* m, void* p) {
   auto* o = static_cast<FreeObject*>(p);
   QueueNode* node = slab_batch::seal(o, o, 1);
-  owner_of(m)->inbox_.enqueue(node, node);
+  deliver(owner_of(m), node, node);
   add_shared_counter(g_alone.remote_frees, 1);
   add_shared_counter(g_alone.batches_sent, 1);
   add_shared_counter(g_alone.slab_batches_sent, 1);

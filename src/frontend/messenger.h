@@ -15,12 +15,15 @@
 // exchange per bucket.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "backend/chunk_meta.h"
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
+#include "ds/counter.h"
+#include "ds/fence.h"
 #include "ds/mpsc_queue.h"
 #include "ds/slab_batch.h"
 #include "frontend/outbox.h"
@@ -86,6 +89,15 @@ class Messenger {
   // its owner's inbox alone, counted process-wide.
   static void send_alone(ChunkMeta* m, void* p);
 
+  // Parked: the allocator waits in the pool without a thread.  A message
+  // posted to a parked messenger calls the parked-mail hook (set once, at
+  // start-up; it must not allocate), so that someone delivers it.
+  void set_parked(bool parked) {
+    parked_.store(parked, std::memory_order_relaxed);
+    full_fence();  // pairs with deliver()'s
+  }
+  static void set_parked_mail_hook(void (*hook)());
+
   // This messenger's counters, and those of frees sent alone.
   const MessageCounters& counters() const { return counters_; }
   static const MessageCounters& alone_counters();
@@ -104,13 +116,18 @@ class Messenger {
   // Seals a batch of objects of slab `m` and files it for the slab's owner.
   void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
     file(owner_of(m), slab_batch::seal(head, tail, count), 0);
-    counters_.slab_batches_sent++;
+    bump_counter(counters_.slab_batches_sent);
   }
+  // Enqueues first..last in dest's inbox, and calls the parked-mail hook
+  // when dest is parked.
+  static void deliver(Messenger* dest, QueueNode* first, QueueNode* last);
+
   // After receiving: counts, and sends forwarded batches on.
   void note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
                      uint64_t forwarded_batches);
 
   MpscQueue inbox_;
+  std::atomic<bool> parked_{false};
   Outbox outbox_;
   RemoteCache remote_cache_;
   uint64_t outbox_limit_ = 0;  // ROOST_OUTBOX_BYTES
@@ -129,7 +146,7 @@ bool Messenger::send_other(ChunkMeta* m, void* p) {
     file_batch(m, o, o, 1);
   } else if (remote_cache_.add_past_last(m, p, &evicted)) {
     file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
-    counters_.batchit_evictions++;
+    bump_counter(counters_.batchit_evictions);
   }
   return outbox_.charge(m->obj_size);
 }

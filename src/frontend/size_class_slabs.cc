@@ -8,7 +8,7 @@ namespace roost {
 
 void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
   slab::start(m, sc, owner_);
-  slabs_[sc]++;
+  bump_counter(slabs_[sc]);
   active_[sc] = m;
 }
 
@@ -60,7 +60,7 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   if (active_[sc] == m) active_[sc] = nullptr;
   slab::retire(m);
-  slabs_[sc]--;
+  bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
   cache.keep(m);
 }
 

@@ -182,9 +182,65 @@ uint64_t now_ns() {
 
 }  // namespace roost::os
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 namespace roost::os {
 void yield() { sched_yield(); }
+
+namespace {
+struct ThreadStart {
+  void* (*fn)(void*);
+  void* arg;
+  char name[16];
+};
+ThreadStart g_thread_start;  // one start at a time (the caller serialises)
+
+void* thread_main(void* start) {
+  ThreadStart s = *static_cast<ThreadStart*>(start);
+  prctl(PR_SET_NAME, s.name, 0, 0, 0);
+  return s.fn(s.arg);
+}
+}  // namespace
+
+bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name) {
+  g_thread_start.fn = fn;
+  g_thread_start.arg = arg;
+  size_t i = 0;
+  for (; name[i] != '\0' && i + 1 < sizeof(g_thread_start.name); i++)
+    g_thread_start.name[i] = name[i];
+  g_thread_start.name[i] = '\0';
+  // The new thread inherits the creator's signal mask: block everything
+  // around the creation, so no signal reaches the new thread.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t handle;
+  int rc = pthread_create(&handle, nullptr, thread_main, &g_thread_start);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) return false;
+  t->handle = handle;
+  return true;
+}
+
+void join_thread(Thread t) { pthread_join(static_cast<pthread_t>(t.handle), nullptr); }
+
+void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts;
+  timespec* limit = nullptr;
+  if (timeout_ns != UINT64_MAX) {
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000u);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000u);
+    limit = &ts;
+  }
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, limit, nullptr, 0);
+}
+
+void wake_one(const uint32_t* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
 }  // namespace roost::os
 
 #if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION

@@ -2,9 +2,9 @@
 //
 // Owns: address-space reservation (anywhere, or at an address the backend
 // picks), purge, the address-space limit, page size, the thread-exit hook,
-// fork hooks, the process id, files written by name (the statistics
-// report), and the test-only fault injection that makes the OS refuse.
-// Must never: allocate through malloc, call stdio, or hold allocator policy
+// fork hooks, roost's own thread and its sleep and wake-up (futex), the
+// process id, files written by name (the statistics report), and the
+// test-only fault injection that makes the OS refuse.  Must never: allocate through malloc, call stdio, or hold allocator policy
 // (which chunk, where, when to purge: that is the backend's).
 #pragma once
 
@@ -79,6 +79,20 @@ int process_id();
 namespace roost::os {
 // Gives up the CPU to another runnable thread (lock back-off).
 void yield();
+
+// A thread of roost's own (the service): runs fn(arg) with every signal
+// blocked (the program's handlers never run on it), named `name` (at most
+// 15 characters).  False when the OS refuses a thread.
+struct Thread {
+  unsigned long handle = 0;
+};
+bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name);
+void join_thread(Thread t);
+
+// Sleeps while *word == expected, at most timeout_ns (UINT64_MAX: no limit),
+// or until wake_one(word); may return early (spuriously, or on a signal).
+void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns);
+void wake_one(const uint32_t* word);
 }  // namespace roost::os
 
 // Test-only fault injection, compiled in with -DROOST_FAULT_INJECTION=1

@@ -11,6 +11,7 @@
 
 #include "backend/pagemap.h"
 #include "options.h"
+#include "platform/os.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -113,6 +114,47 @@ TEST(ChunkAllocator, DirtyChunksArePurgedAfterTheDelay) {
   }
   EXPECT_EQ(chunks::dirty_bytes(), 0u);
   EXPECT_EQ(bytes[5], 0);
+}
+
+// While a background thread purges (the service), purge_due() ages dirty
+// memory on time and says when to call it next; the program's calls do only
+// when it is late.  The release hook hears of every release that leaves dirty
+// memory.
+int g_release_calls = 0;
+void count_release() { g_release_calls++; }
+
+TEST(ChunkAllocator, InTheBackgroundPurgeDueAgesDirtyMemory) {
+  chunks::purge_all();
+  ScopedPurgeDelay delay(20);
+  auto* previous = chunks::set_release_hook(count_release);
+  chunks::purge_in_background(true);
+  g_release_calls = 0;
+  ChunkMeta* m = chunks::alloc(17);
+  ASSERT_NE(m, nullptr);
+  char* bytes = reinterpret_cast<char*>(m->base);
+  bytes[5] = 7;
+  chunks::release(m, 4096);
+  EXPECT_EQ(g_release_calls, 1);
+  uint64_t next = 0;
+  EXPECT_EQ(chunks::purge_due(os::now_ns(), &next), 0u);  // not due yet
+  EXPECT_NE(next, UINT64_MAX);
+  // The program's calls leave the aging to the background thread unless it
+  // is a whole delay late (two delays, 40 ms, since the last aging).
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  chunks::release(chunks::alloc(18), 0);
+  EXPECT_EQ(chunks::dirty_bytes(), 4096u);
+  EXPECT_EQ(bytes[5], 7);
+  uint64_t before = chunks::purged_bytes();
+  size_t purged = chunks::purge_due(os::now_ns(), &next);  // young -> old
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  purged += chunks::purge_due(os::now_ns(), &next);  // old: purged
+  EXPECT_EQ(purged, 4096u);
+  EXPECT_EQ(chunks::purged_bytes() - before, 4096u);
+  EXPECT_EQ(chunks::dirty_bytes(), 0u);
+  EXPECT_EQ(next, UINT64_MAX);  // nothing left to do
+  EXPECT_EQ(bytes[5], 0);
+  chunks::purge_in_background(false);
+  chunks::set_release_hook(previous);
 }
 
 // A dirty chunk split for a smaller request hands its dirty extent on to

@@ -1,0 +1,164 @@
+// frontend/service.cc — implementation of frontend/service.h.
+//
+// The state word is also the futex the thread sleeps on:
+//   kOff       not started (start() may start it)
+//   kStarting  start() is creating it
+//   kBusy      working, or sleeping until the next purge is due
+//   kIdle      sleeping without a time limit: want() must wake it
+//   kStopping  asked to stop (it exits at its next look)
+//   kStopped   stopped, failed to start, or ROOST_SERVICE=0: never again
+// Going idle is a Dekker handshake with want(): the thread stores kIdle,
+// fences, and looks for work once more; want()'s caller made its work
+// visible, fences, and reads the word.  One of the two sees the other.
+#include "frontend/service.h"
+
+#include "backend/chunk_allocator.h"
+#include "ds/fence.h"
+#include "ds/spinlock.h"
+#include "frontend/allocator_pool.h"
+#include "options.h"
+#include "platform/os.h"
+
+namespace roost::service {
+
+std::atomic<bool> g_start_wanted{false};
+
+namespace {
+
+enum State : uint32_t { kOff, kStarting, kBusy, kIdle, kStopping, kStopped };
+
+// The futex word (os::wait_on takes a plain uint32_t*: the kernel reads it).
+std::atomic<uint32_t> g_state{kOff};
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+const uint32_t* state_word() { return reinterpret_cast<const uint32_t*>(&g_state); }
+
+// Held by the thread while it works, by start() while it creates the
+// thread, and across fork (so a child never inherits half a step or a
+// start half made).
+SpinLock g_work_lock;
+os::Thread g_thread;
+std::atomic<bool> g_fork_hooks{false};
+
+std::atomic<uint64_t> g_wakeups{0};
+std::atomic<uint64_t> g_bytes_purged{0};
+std::atomic<uint64_t> g_drained{0};
+
+void count(std::atomic<uint64_t>& c, uint64_t n) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // one writer
+}
+
+bool work_pending() { return chunks::dirty_bytes() != 0 || pool::parked_mail(); }
+
+// One round of work; returns when the next is due (os::now_ns), UINT64_MAX
+// for none.
+uint64_t work() {
+  LockGuard guard(g_work_lock);
+  bool more_mail = false;
+  count(g_drained, pool::drain_parked(&more_mail));
+  uint64_t next = UINT64_MAX;
+  count(g_bytes_purged, chunks::purge_due(os::now_ns(), &next));
+  return more_mail ? 0 : next;
+}
+
+void* run(void*) {
+  while (g_state.load(std::memory_order_acquire) == kStarting) os::yield();
+  for (;;) {
+    if (g_state.load(std::memory_order_acquire) == kStopping) return nullptr;
+    count(g_wakeups, 1);
+    uint64_t next = work();
+    if (next == UINT64_MAX) {
+      uint32_t busy = kBusy;
+      if (!g_state.compare_exchange_strong(busy, kIdle, std::memory_order_acq_rel)) continue;
+      full_fence();
+      if (!work_pending()) os::wait_on(state_word(), kIdle, UINT64_MAX);
+      uint32_t idle = kIdle;
+      g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
+      continue;
+    }
+    uint64_t now = os::now_ns();
+    if (next > now) os::wait_on(state_word(), kBusy, next - now);
+  }
+}
+
+void prefork() { g_work_lock.lock(); }
+void postfork_parent() { g_work_lock.unlock_after_fork(false); }
+// The child has no service thread: it starts again when there is work.
+void postfork_child() {
+  g_work_lock.unlock_after_fork(true);
+  uint32_t s = g_state.load(std::memory_order_relaxed);
+  if (s == kBusy || s == kIdle) {
+    chunks::purge_in_background(false);
+    g_state.store(kOff, std::memory_order_relaxed);
+    g_start_wanted.store(true, std::memory_order_relaxed);
+  }
+}
+
+// Runs when roost's code goes away (exit, or dlclose of a plugin embedding
+// roost): the thread must not outlive the code it runs.  Allocations after
+// this purge on the program's calls again.
+__attribute__((destructor)) void stop() {
+  for (;;) {
+    uint32_t s = g_state.load(std::memory_order_acquire);
+    if (s == kStarting) {
+      os::yield();
+      continue;
+    }
+    if (s == kBusy || s == kIdle) {
+      if (!g_state.compare_exchange_strong(s, kStopping, std::memory_order_acq_rel)) continue;
+      os::wake_one(state_word());
+      os::join_thread(g_thread);
+    } else if (!g_state.compare_exchange_strong(s, kStopped, std::memory_order_acq_rel)) {
+      continue;
+    }
+    break;
+  }
+  chunks::purge_in_background(false);
+  g_state.store(kStopped, std::memory_order_release);
+}
+
+}  // namespace
+
+void want() {
+  full_fence();
+  uint32_t s = g_state.load(std::memory_order_relaxed);
+  if (s == kIdle) {
+    if (g_state.compare_exchange_strong(s, kBusy, std::memory_order_acq_rel))
+      os::wake_one(state_word());
+  } else if (s == kOff) {
+    g_start_wanted.store(true, std::memory_order_relaxed);
+  }
+}
+
+void start() {
+  g_start_wanted.store(false, std::memory_order_relaxed);
+  // A start already under way (this thread's pthread_create allocating
+  // included) or over.
+  if (g_state.load(std::memory_order_acquire) != kOff) return;
+  // pthread_atfork allocates, and takes glibc's fork lock, which a fork in
+  // progress holds while prefork() waits for g_work_lock: before the lock.
+  if (!g_fork_hooks.exchange(true, std::memory_order_acq_rel))
+    os::install_fork_hooks(prefork, postfork_parent, postfork_child);
+  LockGuard guard(g_work_lock);
+  uint32_t off = kOff;
+  if (!g_state.compare_exchange_strong(off, kStarting, std::memory_order_acq_rel)) return;
+  bool started = false;
+  if (options::get(options::kService) != 0) {
+    chunks::purge_in_background(true);
+    started = os::start_thread(&g_thread, run, nullptr, "roost-service");
+    if (!started) chunks::purge_in_background(false);
+  }
+  g_state.store(started ? kBusy : kStopped, std::memory_order_release);
+}
+
+void install() {
+  chunks::set_release_hook(want);
+  Messenger::set_parked_mail_hook(want);
+}
+
+Counters counters() {
+  uint32_t s = g_state.load(std::memory_order_relaxed);
+  return {g_wakeups.load(std::memory_order_relaxed), g_bytes_purged.load(std::memory_order_relaxed),
+          g_drained.load(std::memory_order_relaxed), s == kBusy || s == kIdle};
+}
+
+}  // namespace roost::service

@@ -1,0 +1,52 @@
+// frontend/service.h — the service thread: roost's own thread, which does
+// the work the program's threads leave behind while they sleep.
+//
+// It purges released memory when its delay has passed (the backend ages its
+// dirty memory on the service's clock instead of on the program's calls),
+// and delivers the mail of allocators parked in the pool (their threads
+// exited), whose emptied slabs then go back to the backend.  It starts the
+// first time there is such work (never in a program that releases nothing),
+// sleeps on a futex without a time limit when there is none, and is stopped
+// and joined when roost's code goes away (exit, or dlclose of a plugin that
+// embeds roost).  ROOST_SERVICE=0 keeps it from starting: purges then
+// happen on the program's own calls, as the backend did before.
+//
+// Owns: the thread, its state word, its statistics, its fork hooks.  Must
+// never: start the thread where the caller may hold a lock or be inside an
+// allocator's operation (only at_safe_point() starts it), allocate in
+// want(), or keep working after stop.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ds/bits.h"
+
+namespace roost::service {
+
+// There is deferred work (memory released, mail for a parked allocator):
+// wakes the service, or asks for it to be started at the next safe point.
+// Lock-free, allocates nothing: callable anywhere.
+void want();
+
+// A point where the calling thread holds no lock of roost's and no
+// allocator is mid-operation: starts the service if it was asked for.
+extern std::atomic<bool> g_start_wanted ROOST_HIDDEN;
+ROOST_SLOW void start();
+ROOST_INLINE void at_safe_point() {
+  if (ROOST_UNLIKELY(g_start_wanted.load(std::memory_order_relaxed))) start();
+}
+
+// Hooks the service into the backend and the pool (at roost's start-up).
+void install();
+
+// Its own work, for statistics.
+struct Counters {
+  uint64_t wakeups;             // times it woke up and looked for work
+  uint64_t bytes_purged;        // released memory it purged
+  uint64_t allocators_drained;  // parked allocators whose mail it delivered
+  bool running;                 // the thread exists now
+};
+Counters counters();
+
+}  // namespace roost::service
