@@ -6,11 +6,9 @@
 // one becomes old.  So a chunk stays reusable for one to two delays, and
 // allocation prefers the young (most recently touched) chunks.  The clock is
 // read on these slow paths only.  Who ages the generations: the next
-// allocation or release that finds the delay passed, or, while the service
-// thread runs (purge_in_background), that thread, so that memory is purged
-// while the program sleeps and the program's threads make no purge system
-// calls; they step in only past the dirty cap, or when the service is a
-// whole delay late.
+// allocation or release that finds the delay passed, or the service thread
+// (purge_due), which wakes when the delay has passed, so that memory is
+// purged also while the program sleeps.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
@@ -60,7 +58,6 @@ std::atomic<size_t> g_dirty{0};                       // bytes in dirty extents
 std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generations
 std::atomic<size_t> g_purged{0};
 std::atomic<ReleaseHook> g_release_hook{nullptr};
-std::atomic<bool> g_background{false};  // purge_in_background
 
 // A region of at least 2^min_order bytes (address_space.h sizes it), as
 // one free chunk; its slot's metadata table is made with the slot's first
@@ -196,26 +193,16 @@ size_t purge_and_merge(ChunkMeta* list) {
 
 uint64_t purge_delay_ns() { return options::get(options::kPurgeDelayMs) * 1000000u; }
 
-// Is aging on time the background purger's job?
-bool in_background() {
-  return g_background.load(std::memory_order_relaxed) && purge_delay_ns() != 0;
+// Whether to age the generations: when a purge delay has passed since the
+// last time, or at once when dirty memory passes its cap.
+bool decay_due(uint64_t now) {
+  return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= purge_delay_ns();
 }
 
-// Whether to age the generations: when `delays` purge delays have passed
-// since the last time, or at once when dirty memory passes its cap.
-bool decay_due(uint64_t now, uint64_t delays) {
-  return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= delays * purge_delay_ns();
-}
-
-// How many delays the program's own calls wait before they age the
-// generations: one, or, while the background thread does it on time, two
-// (they step in only when it is late: starved of a core, say).
-uint64_t inline_delays() { return in_background() ? 2 : 1; }
-
-// Ages the generations if decay_due(now, delays).  Both locks held; returns
-// the bytes purged.
-size_t decay_locked(uint64_t now, uint64_t delays) {
-  if (!decay_due(now, delays)) return 0;
+// Ages the generations if decay_due(now).  Both locks held; returns the
+// bytes purged.
+size_t decay_locked(uint64_t now) {
+  if (!decay_due(now)) return 0;
   ChunkMeta* old = detach(g_old);
   for (unsigned o = 0; o <= kMaxOrder; o++) {
     // The young lists become the old ones (swap heads: O(orders)).
@@ -232,9 +219,9 @@ size_t decay_locked(uint64_t now, uint64_t delays) {
 
 // decay_locked() with only g_lock held: skipped while another thread purges
 // (the aging is its job then).
-size_t decay(uint64_t now, uint64_t delays) {
-  if (!decay_due(now, delays) || !g_purge_lock.try_lock()) return 0;
-  size_t purged = decay_locked(now, delays);
+size_t decay(uint64_t now) {
+  if (!decay_due(now) || !g_purge_lock.try_lock()) return 0;
+  size_t purged = decay_locked(now);
   g_purge_lock.unlock();
   return purged;
 }
@@ -270,7 +257,7 @@ void note_out(unsigned order) {
 ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
   LockGuard guard(g_lock);
-  decay(now, inline_delays());
+  decay(now);
   ChunkMeta* m = take_dirty(order, max_dirty_order);
   if (m == nullptr) {
     if (!clean) return nullptr;
@@ -319,7 +306,7 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
       merge_free(m);
     else
       merge_dirty(m);
-    decay(now, inline_delays());
+    decay(now);
   }
   if (g_dirty.load(std::memory_order_relaxed) != 0)
     if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
@@ -338,12 +325,10 @@ ReleaseHook set_release_hook(ReleaseHook hook) {
   return g_release_hook.exchange(hook, std::memory_order_relaxed);
 }
 
-void purge_in_background(bool on) { g_background.store(on, std::memory_order_relaxed); }
-
 size_t purge_due(uint64_t now, uint64_t* next_ns) {
   LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
-  size_t purged = decay_locked(now, 1);
+  size_t purged = decay_locked(now);
   *next_ns = dirty_bytes() == 0 ? UINT64_MAX : g_rotated_ns + purge_delay_ns();
   return purged;
 }

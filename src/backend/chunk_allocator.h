@@ -48,18 +48,13 @@ void release(ChunkMeta* m, size_t dirty_bytes);
 // Purges every dirty chunk now (malloc_trim); true if there was any.
 bool purge_all();
 
-// ---- purging in the background (the service thread) ----
+// ---- purging on time while the program sleeps (the service thread) ----
 
 // `hook` is called, outside the lock, after a release leaves dirty memory
 // behind (set once, at start-up; it must not allocate).  Returns the hook
 // it replaces.
 using ReleaseHook = void (*)();
 ReleaseHook set_release_hook(ReleaseHook hook);
-
-// While on (and ROOST_PURGE_DELAY is not 0), a background thread calls
-// purge_due() on time, and allocations and releases age dirty memory only
-// when it is a whole delay late (or past the dirty cap).
-void purge_in_background(bool on);
 
 // Ages the dirty generations if a purge delay has passed (purging the old
 // one).  Returns the bytes purged and, in *next_ns, the time (os::now_ns)

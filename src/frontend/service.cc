@@ -87,7 +87,6 @@ void postfork_child() {
   g_work_lock.unlock_after_fork(true);
   uint32_t s = g_state.load(std::memory_order_relaxed);
   if (s == kBusy || s == kIdle) {
-    chunks::purge_in_background(false);
     g_state.store(kOff, std::memory_order_relaxed);
     g_start_wanted.store(true, std::memory_order_relaxed);
   }
@@ -112,7 +111,6 @@ __attribute__((destructor)) void stop() {
     }
     break;
   }
-  chunks::purge_in_background(false);
   g_state.store(kStopped, std::memory_order_release);
 }
 
@@ -142,11 +140,8 @@ void start() {
   uint32_t off = kOff;
   if (!g_state.compare_exchange_strong(off, kStarting, std::memory_order_acq_rel)) return;
   bool started = false;
-  if (options::get(options::kService) != 0) {
-    chunks::purge_in_background(true);
+  if (options::get(options::kService) != 0)
     started = os::start_thread(&g_thread, run, nullptr, "roost-service");
-    if (!started) chunks::purge_in_background(false);
-  }
   g_state.store(started ? kBusy : kStopped, std::memory_order_release);
 }
 

@@ -1,9 +1,9 @@
 // frontend/service.h — the service thread: roost's own thread, which does
 // the work the program's threads leave behind while they sleep.
 //
-// It purges released memory when its delay has passed (the backend ages its
-// dirty memory on the service's clock instead of on the program's calls),
-// and delivers the mail of allocators parked in the pool (their threads
+// It purges released memory when its delay has passed (as the program's own
+// backend calls do when they come then, but also while it sleeps), and
+// delivers the mail of allocators parked in the pool (their threads
 // exited), whose emptied slabs then go back to the backend.  It starts the
 // first time there is such work (never in a program that releases nothing),
 // sleeps on a futex without a time limit when there is none, and is stopped
