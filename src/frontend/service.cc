@@ -93,8 +93,8 @@ void postfork_child() {
 }
 
 // Runs when roost's code goes away (exit, or dlclose of a plugin embedding
-// roost): the thread must not outlive the code it runs.  Allocations after
-// this purge on the program's calls again.
+// roost): the thread must not outlive the code it runs.  After this only the
+// program's own calls purge, and mail for parked allocators waits.
 __attribute__((destructor)) void stop() {
   for (;;) {
     uint32_t s = g_state.load(std::memory_order_acquire);
