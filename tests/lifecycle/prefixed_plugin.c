@@ -3,8 +3,9 @@
  * with dlopen()/dlclose() by the lifecycle program, possibly several times.
  * It allocates with roost_malloc in the calling thread and in a thread it
  * starts, passes objects between the two, and reads roost_stats: each load
- * has a fresh roost whose figures start at zero.  The thread-exit key and
- * the fork handlers its roost registers must not outlive the plugin. */
+ * has a fresh roost whose figures start at zero.  The thread-exit key, the
+ * fork handlers its roost registers and its service thread must not outlive
+ * the plugin. */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -61,7 +62,10 @@ int lc_plugin_use(int fresh) {
   pthread_join(t, NULL);
   if (!g_thread_ok || !batch_free(&g_from_thread)) return 0;
   if (roost_stats(&s) != 0) return 0;
-  return s.allocations >= (fresh ? 2u : 1u) * kObjects && s.remote_frees > 0;
+  /* The large objects freed started this roost's service thread, which its
+   * destructor must stop and join before dlclose() unmaps its code. */
+  return s.allocations >= (fresh ? 2u : 1u) * kObjects && s.remote_frees > 0 &&
+         s.service_running == 1;
 }
 
 /* Allocates in the calling thread and keeps the object, so the thread's
