@@ -10,18 +10,34 @@
 
 namespace roost {
 
-// The slow paths the fast paths call end at a service safe point: the
-// allocator's state is whole again and the thread holds no lock.
+// The slow paths the fast paths call reach a service safe point after any
+// step that may have released memory (service::at_safe_point): the thread
+// holds no lock there, and the allocator's state is whole, with no step
+// left that assumes what a nested allocation may change (pthread_create
+// allocates).
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
-  void* p = a->refill(sc);
+  return a->refill(sc);
+}
+
+void* Allocator::refill_with_mail(unsigned sc) {
+  receive(false);
+  void* p = refill_from_slabs(sc);
+  // Only now: a thread the service start creates allocates, and a refill
+  // must not find this class's fast list refilled under it.
   service::at_safe_point();
   return p;
 }
 
 void* Allocator::refill_from_other_slab(unsigned sc) {
+  void* p = take_other_slab(sc);
+  service::at_safe_point();
+  return p;
+}
+
+inline void* Allocator::take_other_slab(unsigned sc) {
   if (FreeObject* list = slabs_.carve_resident_tail(sc)) return hand_out(sc, list);
   for (unsigned round = 0;; round++) {
     if (FreeObject* list = slabs_.take_available(sc, chunks_)) return hand_out(sc, list);
@@ -38,12 +54,11 @@ void* Allocator::refill_from_other_slab(unsigned sc) {
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
-  slabs_.on_state_change(m, chunks_);
+  if (slabs_.on_state_change(m, chunks_)) service::at_safe_point();  // emptied
   // A local free lands here once per wake count of frees into a slab, so a
   // thread that only frees its own objects still visits its inbox now and
   // then.
-  visit_inbox();
-  service::at_safe_point();
+  if (visit_inbox()) service::at_safe_point();
 }
 
 void Allocator::free_remote_slow(ChunkMeta* m, void* p) {

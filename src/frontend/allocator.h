@@ -82,11 +82,8 @@ class Allocator {
   // nullptr with errno ENOMEM when memory runs out.
   void* refill(unsigned sc) {
     // Objects freed elsewhere may be waiting.
-    visit_inbox();
-    // The common case: the class's active slab got objects back.
-    if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))
-      return hand_out(sc, list);
-    return refill_from_other_slab(sc);
+    if (ROOST_UNLIKELY(messenger_.has_mail())) return refill_with_mail(sc);
+    return refill_from_slabs(sc);
   }
   // Class `sc`'s fast list head (what refill_at() is given; what a test
   // empties to make the next allocation refill), and back from it to the
@@ -153,7 +150,16 @@ class Allocator {
   uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 
  private:
+  ROOST_INLINE void* refill_from_slabs(unsigned sc) {
+    // The common case: the class's active slab got objects back.
+    if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))
+      return hand_out(sc, list);
+    return refill_from_other_slab(sc);
+  }
+  // refill() when mail is waiting: receives it first.
+  ROOST_NOINLINE void* refill_with_mail(unsigned sc);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
+  void* take_other_slab(unsigned sc);
   // `list` (not empty) becomes class `sc`'s fast list; returns its first
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {

@@ -77,8 +77,9 @@ class SizeClassSlabs {
   // ---- a slab reached its state change (slab::return_object/batch) ----
 
   // It woke (joins the available list unless active) or became empty (kept
-  // as the class's spare within the reserve, else back to `cache`).
-  inline void on_state_change(ChunkMeta* m, ChunkCache& cache);
+  // as the class's spare within the reserve, else back to `cache`).  True
+  // when it went to on_empty (which may release memory to the backend).
+  inline bool on_state_change(ChunkMeta* m, ChunkCache& cache);
 
   // Lets go of everything not in use: the objects of `fast_lists` (one list
   // per class, emptied) go back to their slabs, no class keeps an active
@@ -109,7 +110,7 @@ class SizeClassSlabs {
   const void* owner_;
 };
 
-void SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
+bool SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   // The active slab is never on the available list: refills look at it
   // first.  Every other awake slab is.
@@ -117,12 +118,14 @@ void SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
   if (slab::is_asleep(m)) {
     uint32_t in_use = slab::wake(m);
     if (!active) available_[sc].push_front(m);
-    if (in_use != 0) return;
+    if (in_use != 0) return false;
   }
   // Empty.  The active slab stays (`needed` 0: no free can reach it before
   // it is taken again), so a class that empties and refills its slab does
   // not thrash through the backend.
-  if (!active) on_empty(m, cache);
+  if (active) return false;
+  on_empty(m, cache);
+  return true;
 }
 
 }  // namespace roost
