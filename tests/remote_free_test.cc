@@ -515,7 +515,11 @@ bool reset_peak_rss() {
 // run the bytes it holds unpurged less those released and waiting for their
 // purge (bytes_committed - bytes_dirty: when the purge comes, the program's
 // next call or the service thread, is a matter of timing, not of growth),
-// and at rest bytes_committed.
+// and at rest bytes_committed.  That end-of-run figure is one moment, not a
+// peak: it also counts slabs whose mail is still in flight or waiting in an
+// exited thread's parked allocator, which is timing too, so the two halves
+// are compared by their medians (a leak or creeping fragmentation moves
+// every run, a late delivery one).
 TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   if (!in_repeat_child())
     GTEST_SKIP() << "runs in the child of RemoteFree.RepeatedRunsDoNotGrowPeakRss";
@@ -553,16 +557,23 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   const char* what =
       kSanitized ? "roost's bytes_committed - bytes_dirty" : "peak RSS (VmHWM)";
   size_t half = peak.size() / 2;
-  long first = *std::max_element(peak.begin(), peak.begin() + half);
-  long last = *std::max_element(peak.begin() + half, peak.end());
+  // The highest of each half for real peaks, the median for moments.
+  auto summary = [](std::vector<long> v) {
+    if (!kSanitized) return *std::max_element(v.begin(), v.end());
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  long first = summary(std::vector<long>(peak.begin(), peak.begin() + half));
+  long last = summary(std::vector<long>(peak.begin() + half, peak.end()));
+  const char* stat = kSanitized ? "median" : "highest";
   ASSERT_GT(first, 0);
   // bytes_committed after each run, and VmHWM reset before each, are one
   // sample per run; only a VmHWM that cannot be reset is cumulative.
   if (kSanitized || per_run) {
     // 1.3x, plus 8 MiB of slack for the small absolute numbers involved.
     EXPECT_LE(last, first * 13 / 10 + 8 * 1024)
-        << what << " per run: the highest of runs " << half + 1 << ".." << peak.size() << " is "
-        << last << " kB, of runs 1.." << half << " " << first << " kB";
+        << what << " per run: the " << stat << " of runs " << half + 1 << ".." << peak.size()
+        << " is " << last << " kB, of runs 1.." << half << " " << first << " kB";
   } else {
     // Cumulative: the peak after all runs against the peak after half.
     EXPECT_LE(peak.back(), peak[half - 1] * 13 / 10 + 8 * 1024)
