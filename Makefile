@@ -2,14 +2,15 @@
 # the long benchmark run that regenerates docs/BENCHMARKS.md; `make soak`:
 # the soak of tests/soak/, opt-in, SOAK_SECONDS per build).
 # Build trees live under build/: debug, release, asan and tsan (the
-# non-overriding parts under AddressSanitizer / ThreadSanitizer).
+# non-overriding parts under AddressSanitizer / ThreadSanitizer); `make test`
+# runs the debug and tsan trees a second time with ROOST_OFFLOAD=1.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan bench bench-full soak install clean format
+.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan test-offload bench bench-full soak install clean format
 
 all: release
 
@@ -29,7 +30,13 @@ release debug asan tsan: %: build/%/.configured
 test-release test-debug test-asan test-tsan: test-%: %
 	ctest --test-dir build/$* $(CTEST_FLAGS)
 
-test: test-debug test-release test-asan test-tsan
+# The debug and ThreadSanitizer suites once more with full offload
+# (ROOST_OFFLOAD=1, experimental): every test holds with it switched on.
+test-offload: debug tsan
+	ROOST_OFFLOAD=1 ctest --test-dir build/debug $(CTEST_FLAGS)
+	ROOST_OFFLOAD=1 ctest --test-dir build/tsan $(CTEST_FLAGS)
+
+test: test-debug test-release test-asan test-tsan test-offload
 
 # The soak, twice: roost_* under AddressSanitizer, then malloc & co. linked
 # to libroost.a (Release); both run even when the first fails.

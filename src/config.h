@@ -163,4 +163,18 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.
 inline constexpr unsigned kWakeShift = 3;
 
+// Full offload (ROOST_OFFLOAD=1, frontend/offload.h): per thread, one ring
+// per size class of objects the service thread allocated ahead, holding
+// up to kOffloadRingSlots objects and about kOffloadRingBytes (classes
+// whose object is bigger than that are not offloaded), and one ring of
+// kOffloadFreeSlots frees for the service to carry out.  Powers of two.
+inline constexpr unsigned kOffloadRingSlots = 64;
+inline constexpr size_t kOffloadRingBytes = 64 * 1024;
+inline constexpr unsigned kOffloadFreeSlots = 256;
+static_assert((kOffloadRingSlots & (kOffloadRingSlots - 1)) == 0);
+static_assert((kOffloadFreeSlots & (kOffloadFreeSlots - 1)) == 0);
+// Passes over the rings that find nothing to do before the service sleeps
+// (it yields between them): while the program allocates it stays awake.
+inline constexpr unsigned kOffloadIdlePasses = 128;
+
 }  // namespace roost::config

@@ -55,6 +55,7 @@ TEST(Introspection, MallinfoFollowsTheBytesInUse) {
   EXPECT_GE(during.arena + during.hblkhd, in_use(during));
   if (roost_active()) {
     // roost's figures, read back to back (nothing allocates in between).
+    wait_for_offload_rest();
     struct mallinfo2 mi = mallinfo2();
     struct roost_stats s = stats_snapshot();
     EXPECT_EQ(in_use(mi), s.bytes_in_use);
@@ -74,6 +75,7 @@ TEST(Introspection, MallinfoFollowsTheBytesInUse) {
 TEST(Introspection, MallinfoIsMallinfo2InInts) {
   void* p = malloc(opaque<size_t>(5000));
   escape(p);
+  wait_for_offload_rest();
   struct mallinfo2 wide = mallinfo2();
   struct mallinfo narrow = mallinfo();
   EXPECT_EQ(static_cast<size_t>(narrow.arena), wide.arena);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "roost.h"
+#include "support.h"
 
 namespace {
 struct roost_stats snapshot() {
@@ -39,6 +40,7 @@ TEST(Slab, FreedObjectsAreReusedBeforeFreshMemory) {
 }
 
 TEST(Slab, CountersReturnToBaselineAfterFreeingEverything) {
+  SKIP_UNDER_OFFLOAD();
   struct roost_stats before = snapshot();
   std::vector<void*> objects;
   for (int i = 0; i < 20000; i++) objects.push_back(roost_malloc(16 + (i % 97) * 16));
@@ -60,6 +62,7 @@ TEST(Slab, CountersReturnToBaselineAfterFreeingEverything) {
 // a spare and refills from it before it carves the active slab's untouched
 // tail or takes another chunk; the second goes back; trim takes the spare.
 TEST(Slab, AnEmptiedSlabIsKeptAsTheClassSpareAndRefilledFirst) {
+  SKIP_UNDER_OFFLOAD();
   constexpr size_t kSize = 1024;
   constexpr uintptr_t kSlabBytes = uintptr_t{64} << 10;  // classes up to 4 KiB
   auto slab_of = [](void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kSlabBytes - 1); };
@@ -114,6 +117,7 @@ TEST(Slab, AnEmptiedSlabIsKeptAsTheClassSpareAndRefilledFirst) {
 // chunk that is still resident (released by another class) instead, and
 // carves that chunk's resident pages before touching any fresh one.
 TEST(Slab, ResidentEmptyMemoryIsCarvedBeforeUntouchedPages) {
+  SKIP_UNDER_OFFLOAD();
   constexpr uintptr_t kSlabBytes = uintptr_t{64} << 10;
   auto slab_of = [](void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kSlabBytes - 1); };
   roost_trim();  // nothing resident kept from earlier tests
@@ -190,6 +194,7 @@ TEST(Slab, UntouchedCachedChunksDoNotCrowdEmptiedSlabsOutOfTheReserve) {
 // thread released (resident, waiting out the purge delay) is taken before
 // an untouched cached piece, so the footprint does not grow.
 TEST(Slab, ReleasedResidentMemoryIsReusedBeforeUntouchedCachedPieces) {
+  SKIP_UNDER_OFFLOAD();
   constexpr uintptr_t kSlabBytes = uintptr_t{64} << 10;
   auto slab_of = [](void* p) { return reinterpret_cast<uintptr_t>(p) & ~(kSlabBytes - 1); };
   roost_trim();
@@ -258,6 +263,7 @@ TEST(Slab, LargeObjectsComeAndGo) {
 // outbox is full and posted (64 KiB of frees by default), without
 // allocating anything.
 TEST(Slab, AThreadThatOnlyFreesTakesItsOwnObjectsBack) {
+  SKIP_UNDER_OFFLOAD();
   constexpr size_t kMine = 100, kTheirs = 4000, kSize = 64;  // theirs: 250 KiB
   std::vector<void*> mine, theirs;
   for (size_t i = 0; i < kMine; i++) mine.push_back(roost_malloc(kSize));

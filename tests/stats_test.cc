@@ -121,6 +121,7 @@ TEST(Stats, JsonClassesAreTheActiveClassesOfRoostClassStats) {
   std::vector<void*> keep;
   for (int i = 0; i < 300; i++) keep.push_back(roost_malloc(16 + (i % 30) * 100));
   void* large = roost_malloc(1 << 20);
+  quiesce();  // the service thread (offload's rings included) at rest too
   Value v = json_value();
   const Value& classes = v["classes"];
   ASSERT_EQ(classes.kind, Value::kArray);

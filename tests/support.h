@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +71,48 @@ inline struct roost_stats stats_snapshot() {
   if (fn != nullptr) fn(&s);
   return s;
 }
+
+// Does the environment switch boolean option `name` on (`dflt` when unset)?
+inline bool env_option_on(const char* name, bool dflt) {
+  const char* e = getenv(name);
+  if (e == nullptr) return dflt;
+  for (const char* off : {"0", "off", "false", "no"})
+    if (strcasecmp(e, off) == 0) return false;
+  return true;
+}
+
+// Is full offload (ROOST_OFFLOAD=1, which needs the service) in force?  Its
+// threads allocate from rings the service thread fills and leave frees of
+// others' objects on a ring it empties: tests of the inline path's own
+// mechanism (which slab an object comes from, which frees travel as
+// messages) do not apply to it.
+inline bool offload_on() {
+  return env_option_on("ROOST_OFFLOAD", false) && env_option_on("ROOST_SERVICE", true);
+}
+
+// Under full offload the service thread allocates for this thread's rings
+// while it works: waits (at most 2 s) until it sleeps, its wake-ups and
+// roost's committed bytes unchanged over 50 ms, so that two readings taken
+// back to back agree.  Nothing to wait for otherwise.
+inline void wait_for_offload_rest() {
+  if (!offload_on()) return;
+  struct roost_stats before = stats_snapshot();
+  for (int i = 0; i < 40; i++) {
+    usleep(50 * 1000);
+    struct roost_stats now = stats_snapshot();
+    if (now.service_wakeups == before.service_wakeups &&
+        now.bytes_committed == before.bytes_committed)
+      return;
+    before = now;
+  }
+}
+
+#define SKIP_UNDER_OFFLOAD()                                                           \
+  do {                                                                                 \
+    if (::roost_test::offload_on())                                                    \
+      GTEST_SKIP() << "tests the inline path's mechanism; under ROOST_OFFLOAD=1 this " \
+                      "thread's objects come from the service thread's rings";         \
+  } while (0)
 
 // For tests of roost's own documented behaviour (diagnostics, C17
 // aligned_alloc, free_sized...): skipped on another allocator, unless

@@ -15,6 +15,7 @@
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "ds/counter.h"
+#include "frontend/offload.h"
 #include "frontend/service.h"
 #include "options.h"
 #include "platform/os.h"
@@ -52,6 +53,8 @@ namespace roost::stats {
 
 void take(Snapshot& s) {
   s = {};
+  offload::Counters oc = offload::counters();
+  offload::Still still;
   AllocatorTotals t;
   sum_allocators(t);
   struct roost_stats& out = s.totals;
@@ -98,6 +101,10 @@ void take(Snapshot& s) {
   out.service_wakeups = sc.wakeups;
   out.service_bytes_purged = sc.bytes_purged;
   out.service_allocators_drained = sc.allocators_drained;
+  out.offload_ports = oc.ports;
+  out.offload_ring_allocs = oc.ring_allocs;
+  out.offload_ring_frees = oc.ring_frees;
+  out.offload_ring_misses = oc.ring_misses;
   // Every object a thread frees remotely or forwards is sent.
   out.messages_sent = out.remote_frees + out.messages_forwarded;
 }

@@ -19,6 +19,12 @@ namespace roost {
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
+  if (ROOST_UNLIKELY(a->port_ != nullptr)) {
+    if (void* p = offload::take(a->port_, sc)) {
+      count_event(a->counters_.allocs[sc]);
+      return p;
+    }
+  }
   return a->refill(sc);
 }
 

@@ -23,10 +23,12 @@
 
 #include "backend/chunk_meta.h"
 #include "ds/bits.h"
+#include "ds/counter.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
+#include "frontend/offload.h"
 #include "frontend/size_class_slabs.h"
 #include "frontend/slab.h"
 
@@ -67,7 +69,7 @@ class Allocator {
     FreeObject* p = fast_[sc];
     if (ROOST_LIKELY(p != nullptr)) {
       fast_[sc] = p->next;
-      counters_.allocs[sc]++;
+      count_event(counters_.allocs[sc]);
       return p;
     }
     return refill_at(&fast_[sc], this);
@@ -104,7 +106,7 @@ class Allocator {
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p) {
     if (ROOST_UNLIKELY(m->owner != this)) return false;
     if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
-    counters_.frees[m->sizeclass]++;
+    count_event(counters_.frees[m->sizeclass]);
     if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
     return true;
   }
@@ -113,7 +115,7 @@ class Allocator {
   // the outbox, which is posted (and the inbox visited) when full.  Inline
   // is the cache's same-slab shortcut.
   ROOST_INLINE void free_remote(ChunkMeta* m, void* p) {
-    counters_.frees[m->sizeclass]++;
+    count_event(counters_.frees[m->sizeclass]);
     if (ROOST_LIKELY(messenger_.send_to_last_slab(m, p))) {
       if (ROOST_UNLIKELY(messenger_.charge(m->obj_size))) post_and_visit();
       return;
@@ -137,6 +139,24 @@ class Allocator {
   // empty slabs, cached chunks (thread exit, trim).  True if any memory
   // went back to the backend.
   bool release_unused();
+
+  // ---- full offload (frontend/offload.h) ----
+
+  // The thread's port, when offload is on: its slow paths go there first.
+  offload::Port* port() const { return port_; }
+  void set_port(offload::Port* port) { port_ = port; }
+  // The thread freed `sc`'s object onto its port's free ring: counted here,
+  // where the fast path would have counted it.
+  void count_handed_free(unsigned sc) { count_event(counters_.frees[sc]); }
+  // The offload side's corrections to its own allocator's counts (ring
+  // objects are counted where a thread takes or leaves them): any thread
+  // holding the offload lock may make them, hence relaxed atomic stores.
+  void count_alloc(unsigned sc, int64_t n) {
+    bump_counter(counters_.allocs[sc], static_cast<uint64_t>(n));
+  }
+  void count_free(unsigned sc, int64_t n) {
+    bump_counter(counters_.frees[sc], static_cast<uint64_t>(n));
+  }
 
   // Could the inbox hold messages?  (The owner's view: one load.)
   bool has_mail() const { return messenger_.has_mail(); }
@@ -164,7 +184,7 @@ class Allocator {
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
     fast_[sc] = list->next;
-    counters_.allocs[sc]++;
+    count_event(counters_.allocs[sc]);
     return list;
   }
   ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
@@ -185,6 +205,7 @@ class Allocator {
   Messenger messenger_;
   ChunkCache chunks_;
   StandIn stand_in_;
+  offload::Port* port_ = nullptr;
 
   friend class Messenger;  // Messenger::owner_of, below
 };

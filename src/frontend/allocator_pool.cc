@@ -12,6 +12,7 @@
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "ds/spinlock.h"
+#include "frontend/offload.h"
 #include "frontend/service.h"
 #include "options.h"
 #include "platform/os.h"
@@ -75,6 +76,10 @@ void on_thread_exit(void* arg) {
   auto* e = static_cast<Entry*>(arg);
   t_alloc = &g_unbound;
   t_exited = true;
+  // Its rings first: what they hold goes back, and their frees are carried
+  // out, before it settles.
+  offload::detach(e->allocator.port());
+  e->allocator.set_port(nullptr);
   e->allocator.settle();
   // What it does not use goes back to the backend, where any thread reuses
   // it (resident for a purge delay): a pooled allocator holds only slabs
@@ -108,6 +113,7 @@ void help_pooled() {
 }
 
 void prefork() {
+  offload::lock_for_fork();
   g_lock.lock();
   large::lock_for_fork();
   chunks::lock_for_fork();
@@ -119,6 +125,7 @@ void postfork(bool child) {
   chunks::unlock_after_fork(child);
   large::unlock_after_fork(child);
   g_lock.unlock_after_fork(child);
+  offload::unlock_after_fork(child);
 }
 
 void postfork_parent() { postfork(false); }
@@ -131,6 +138,7 @@ Allocator* bind() {
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
   e->allocator.attach();
+  e->allocator.set_port(offload::attach());
   t_alloc = &e->allocator;
   os::arm_thread_exit_hook(e);
   return &e->allocator;
@@ -158,6 +166,17 @@ bool global_init() {
   if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel))
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
   return true;
+}
+
+Allocator* acquire_detached() {
+  if (!global_init()) return nullptr;
+  Entry* e = acquire();
+  if (e == nullptr) return nullptr;
+  e->allocator.attach();
+  // Mail posted to it calls the service (the parked-mail hook), which
+  // receives it.
+  e->allocator.set_parked(true);
+  return &e->allocator;
 }
 
 void* alloc_unbound(unsigned sc) {
@@ -211,19 +230,37 @@ uint64_t allocators_created() {
   return g_created;
 }
 
+namespace {
+
+// Settles `self` (or nullptr) and the pooled allocators.  Settling one can
+// forward messages to another already settled: repeats until a whole pass
+// moves nothing (every pass delivers at least one hop of every message, and
+// a message needs at most 32 / kBucketBits).
+void settle_pool(Allocator* self) {
+  LockGuard guard(g_lock);
+  for (unsigned pass = 0; pass < 64; pass++) {
+    uint64_t moved = self != nullptr ? self->settle() : 0;
+    for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) moved += e->allocator.settle();
+    if (moved == 0) break;
+  }
+}
+
+}  // namespace
+
 bool trim_all() {
   bool released = false;
   Allocator* self = t_alloc;
   bool bound = !is_unbound(self);
-  LockGuard guard(g_lock);
-  // Settling one allocator can forward messages to another already settled:
-  // repeat until a whole pass moves nothing (every pass delivers at least
-  // one hop of every message, and a message needs at most 32 / kBucketBits).
-  for (unsigned pass = 0; pass < 64; pass++) {
-    uint64_t moved = bound ? self->settle() : 0;
-    for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) moved += e->allocator.settle();
-    if (moved == 0) break;
+  // Before the pool lock (the offload lock comes first): what the
+  // service's allocator sends home is then delivered below.
+  offload::trim(bound ? self->port() : nullptr);
+  // The service's allocator (offload) settles between rounds of the pool's,
+  // outside the pool lock, until it receives nothing more.
+  for (unsigned round = 0; round < 64; round++) {
+    settle_pool(bound ? self : nullptr);
+    if (offload::settle_service() == 0) break;
   }
+  LockGuard guard(g_lock);
   if (bound) released |= self->release_unused();
   for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled)
     released |= e->allocator.release_unused();

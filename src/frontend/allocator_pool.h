@@ -32,6 +32,11 @@ bool global_init();
 // past its exit hook or when memory runs out.
 Allocator* bind();
 
+// An allocator bound to no thread and never pooled, for a party that is
+// not a thread of the program (full offload's service side, which uses it
+// under its own lock); nullptr when memory runs out.
+Allocator* acquire_detached();
+
 // Allocation for a thread whose t_alloc is g_unbound: binds an allocator
 // (or, in a thread past its exit hook, borrows one for this call).
 void* alloc_unbound(unsigned sc);

@@ -95,6 +95,15 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a))) {
     if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
+    if (ROOST_UNLIKELY(a->port() != nullptr)) {
+      // The class first: once on the ring, the object may be freed and its
+      // slab reused at any moment.
+      unsigned sc = m->sizeclass;
+      if (offload::give(a->port(), p)) {
+        a->count_handed_free(sc);
+        return;
+      }
+    }
     a->free_remote(m, p);
     return;
   }

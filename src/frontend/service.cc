@@ -16,6 +16,7 @@
 #include "ds/fence.h"
 #include "ds/spinlock.h"
 #include "frontend/allocator_pool.h"
+#include "frontend/offload.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -47,36 +48,67 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // one writer
 }
 
-bool work_pending() { return chunks::dirty_bytes() != 0 || pool::parked_mail(); }
+// Work want() announces: anything but a purge that is not yet due.
+bool announced_work_pending() { return pool::parked_mail() || offload::pending(); }
+bool work_pending() { return chunks::dirty_bytes() != 0 || announced_work_pending(); }
 
-// One round of work; returns when the next is due (os::now_ns), UINT64_MAX
-// for none.
-uint64_t work() {
+// One round of work; returns when the next is due (os::now_ns: 0 for at
+// once), UINT64_MAX for none.  *moved: objects it moved through offload
+// rings.
+uint64_t work(uint64_t* moved) {
   LockGuard guard(g_work_lock);
+  *moved = offload::serve();
   bool more_mail = false;
   count(g_drained, pool::drain_parked(&more_mail));
   uint64_t next = UINT64_MAX;
   count(g_bytes_purged, chunks::purge_due(os::now_ns(), &next));
-  return more_mail ? 0 : next;
+  return more_mail || *moved != 0 ? 0 : next;
+}
+
+// Sleeps until `next` (UINT64_MAX: until woken).  A sleep without a time
+// limit, and any sleep while threads have offload ports (whose rings must
+// not wait for a purge to be due), is the kIdle handshake with want(); a
+// sleep until a purge is due is not woken by want().
+void sleep_until(uint64_t next) {
+  uint64_t now = os::now_ns();
+  if (next != UINT64_MAX && next <= now) return;
+  uint64_t timeout = next == UINT64_MAX ? UINT64_MAX : next - now;
+  if (next != UINT64_MAX && !offload::enabled()) {
+    os::wait_on(state_word(), kBusy, timeout);
+    return;
+  }
+  uint32_t busy = kBusy;
+  if (!g_state.compare_exchange_strong(busy, kIdle, std::memory_order_acq_rel)) return;
+  full_fence();
+  bool pending = next == UINT64_MAX ? work_pending() : announced_work_pending();
+  if (!pending) os::wait_on(state_word(), kIdle, timeout);
+  uint32_t idle = kIdle;
+  g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
 }
 
 void* run(void*) {
   while (g_state.load(std::memory_order_acquire) == kStarting) os::yield();
+  count(g_wakeups, 1);
+  unsigned idle_passes = 0;
   for (;;) {
     if (g_state.load(std::memory_order_acquire) == kStopping) return nullptr;
-    count(g_wakeups, 1);
-    uint64_t next = work();
-    if (next == UINT64_MAX) {
-      uint32_t busy = kBusy;
-      if (!g_state.compare_exchange_strong(busy, kIdle, std::memory_order_acq_rel)) continue;
-      full_fence();
-      if (!work_pending()) os::wait_on(state_word(), kIdle, UINT64_MAX);
-      uint32_t idle = kIdle;
-      g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
+    uint64_t moved;
+    uint64_t next = work(&moved);
+    if (moved != 0) {
+      idle_passes = 0;
       continue;
     }
-    uint64_t now = os::now_ns();
-    if (next > now) os::wait_on(state_word(), kBusy, next - now);
+    // Offload: while threads allocate, it stays awake a while between
+    // passes that found nothing, giving way to them.
+    if (offload::enabled() && idle_passes < config::kOffloadIdlePasses) {
+      idle_passes++;
+      os::yield();
+      continue;
+    }
+    if (next == 0) continue;
+    sleep_until(next);
+    idle_passes = 0;
+    count(g_wakeups, 1);
   }
 }
 
@@ -128,6 +160,9 @@ void want() {
 }
 
 void start() {
+  // Not under the offload lock (its holder may be mid-operation on the
+  // service's allocator): a later safe point starts it.
+  if (offload::held_here()) return;
   g_start_wanted.store(false, std::memory_order_relaxed);
   // A start already under way (this thread's pthread_create allocating
   // included) or over.

@@ -1,0 +1,340 @@
+// frontend/offload.cc — implementation of frontend/offload.h.
+//
+// A ring is a window [head, tail) of free-running 32-bit indices over a
+// power-of-two slot array.  The producer writes a slot, then publishes it
+// with a release store of its index; the consumer reads the producer's
+// index with an acquire load, the slot, then publishes its own index.
+// Each side keeps its last look at the other's index (the *_seen fields)
+// and reads the shared one again only when that look says empty or full.
+// The thread owns alloc_head and free_tail; the service side (whoever
+// holds the offload lock: the service thread, or a thread trimming or
+// exiting) owns alloc_tail and free_head.
+#include "frontend/offload.h"
+
+#include <new>
+
+#include "backend/meta_arena.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/counter.h"
+#include "ds/spinlock.h"
+#include "frontend/allocator_pool.h"
+#include "frontend/service.h"
+#include "options.h"
+
+namespace roost::offload {
+
+namespace {
+
+constexpr unsigned kSlots = config::kOffloadRingSlots;
+constexpr unsigned kFreeSlots = config::kOffloadFreeSlots;
+static_assert(sizeclass::kCount <= 64, "a port's classes fit one 64-bit mask");
+
+// Objects class sc's ring holds when full; 0 for a class not offloaded.
+struct Targets {
+  uint32_t of[sizeclass::kCount];
+  constexpr Targets() : of() {
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+      size_t n = config::kOffloadRingBytes / sizeclass::kInfo.info[sc].size;
+      of[sc] = static_cast<uint32_t>(n < kSlots ? n : kSlots);
+    }
+  }
+};
+constexpr Targets kTarget{};
+
+}  // namespace
+
+struct Port {
+  // The thread's side.
+  std::atomic<uint32_t> alloc_head[sizeclass::kCount];
+  uint32_t alloc_seen[sizeclass::kCount];  // its last look at alloc_tail
+  std::atomic<uint32_t> free_tail;
+  uint32_t free_seen;             // its last look at free_head
+  std::atomic<uint64_t> active;   // classes it found empty once: the service fills them
+  uint64_t taken, given, missed;  // statistics (bump_counter)
+  // The service's side.
+  alignas(64) std::atomic<uint32_t> alloc_tail[sizeclass::kCount];
+  std::atomic<uint32_t> free_head;
+  Port* next;  // in the list of attached ports, or of spare ones
+  alignas(64) void* alloc_slots[sizeclass::kCount][kSlots];
+  void* free_slots[kFreeSlots];
+};
+
+namespace {
+
+// Guards the lists, the service's allocator, and every ring's service side.
+SpinLock g_lock;
+// Set in the thread holding g_lock: service::start() must not run there.
+__thread bool t_holding __attribute__((tls_model("initial-exec"))) = false;
+Port* g_ports = nullptr;  // attached
+Port* g_spare = nullptr;  // detached, for reuse
+Allocator* g_service_alloc = nullptr;
+std::atomic<bool> g_any_port{false};
+uint64_t g_retired_taken = 0, g_retired_given = 0, g_retired_missed = 0;
+uint64_t g_attached = 0;
+
+class Held {
+ public:
+  Held() {
+    g_lock.lock();
+    t_holding = true;
+  }
+  ~Held() {
+    t_holding = false;
+    g_lock.unlock();
+  }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+};
+
+// The service's allocator, made the first time (under g_lock).
+Allocator* service_allocator() {
+  if (g_service_alloc == nullptr) g_service_alloc = pool::acquire_detached();
+  return g_service_alloc;
+}
+
+// An object of class sc for a ring: allocated by the service's allocator and
+// not counted there (it is counted when a thread takes it).
+void* make(Allocator* s, unsigned sc) {
+  void* p = s->alloc(sc);
+  if (p != nullptr) s->count_alloc(sc, -1);
+  return p;
+}
+
+// An object off a ring, freed by the service's allocator and not counted
+// there: a thread counted it when it left it on its free ring, and an object
+// from an alloc ring was never counted.
+void unmake(Allocator* s, void* p) {
+  ChunkMeta* m = pagemap::lookup(p);
+  unsigned sc = m->sizeclass;
+  if (!s->try_free_local(m, p)) s->free_remote(m, p);
+  s->count_free(sc, -1);
+}
+
+// Carries out the frees on `port`'s free ring.
+uint64_t collect(Port* port, Allocator* s) {
+  uint32_t h = port->free_head.load(std::memory_order_relaxed);
+  uint32_t t = port->free_tail.load(std::memory_order_acquire);
+  for (uint32_t i = h; i != t; i++) unmake(s, port->free_slots[i & (kFreeSlots - 1)]);
+  if (h != t) port->free_head.store(t, std::memory_order_release);
+  return t - h;
+}
+
+// Tops up the rings of the classes `port`'s thread uses.
+uint64_t fill(Port* port, Allocator* s) {
+  uint64_t moved = 0;
+  for (uint64_t act = port->active.load(std::memory_order_relaxed); act != 0; act &= act - 1) {
+    unsigned sc = static_cast<unsigned>(__builtin_ctzll(act));
+    uint32_t t = port->alloc_tail[sc].load(std::memory_order_relaxed);
+    uint32_t h = port->alloc_head[sc].load(std::memory_order_acquire);
+    uint32_t start = t;
+    while (t - h < kTarget.of[sc]) {
+      void* p = make(s, sc);
+      if (p == nullptr) break;
+      port->alloc_slots[sc][t & (kSlots - 1)] = p;
+      t++;
+    }
+    if (t != start) port->alloc_tail[sc].store(t, std::memory_order_release);
+    moved += t - start;
+  }
+  return moved;
+}
+
+// Hands back everything on `port`'s alloc rings (the caller is the port's
+// thread: the rings' consumer) and stops filling them.
+void empty_alloc_rings(Port* port, Allocator* s) {
+  port->active.store(0, std::memory_order_relaxed);
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
+    uint32_t t = port->alloc_tail[sc].load(std::memory_order_relaxed);
+    for (uint32_t i = h; i != t; i++) unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
+    port->alloc_head[sc].store(t, std::memory_order_relaxed);
+    port->alloc_seen[sc] = t;
+  }
+}
+
+bool port_pending(const Port* port) {
+  if (port->free_head.load(std::memory_order_relaxed) !=
+      port->free_tail.load(std::memory_order_acquire))
+    return true;
+  for (uint64_t act = port->active.load(std::memory_order_relaxed); act != 0; act &= act - 1) {
+    unsigned sc = static_cast<unsigned>(__builtin_ctzll(act));
+    uint32_t level = port->alloc_tail[sc].load(std::memory_order_relaxed) -
+                     port->alloc_head[sc].load(std::memory_order_acquire);
+    if (level < kTarget.of[sc]) return true;
+  }
+  return false;
+}
+
+ROOST_SLOW void miss(Port* port, unsigned sc) {
+  uint64_t bit = uint64_t{1} << sc;
+  if ((port->active.load(std::memory_order_relaxed) & bit) == 0)
+    port->active.fetch_or(bit, std::memory_order_relaxed);
+  bump_counter(port->missed);
+  service::want();
+}
+
+}  // namespace
+
+bool enabled() {
+  return options::get(options::kOffload) != 0 && options::get(options::kService) != 0;
+}
+
+bool held_here() { return t_holding; }
+
+Port* attach() {
+  if (!enabled()) return nullptr;
+  Port* port;
+  {
+    Held held;
+    port = g_spare;
+    if (port != nullptr) {
+      g_spare = port->next;
+    } else {
+      void* mem = meta_arena::alloc(sizeof(Port), alignof(Port));
+      if (mem == nullptr) return nullptr;
+      port = new (mem) Port();
+    }
+    port->taken = port->given = port->missed = 0;
+    port->next = g_ports;
+    g_ports = port;
+    g_attached++;
+    g_any_port.store(true, std::memory_order_relaxed);
+  }
+  return port;
+}
+
+void detach(Port* port) {
+  if (port == nullptr) return;
+  Held held;
+  Port** link = &g_ports;
+  while (*link != port) link = &(*link)->next;
+  *link = port->next;
+  g_attached--;
+  if (Allocator* s = service_allocator()) {
+    empty_alloc_rings(port, s);
+    collect(port, s);
+  }
+  g_retired_taken += port->taken;
+  g_retired_given += port->given;
+  g_retired_missed += port->missed;
+  port->next = g_spare;
+  g_spare = port;
+}
+
+void* take(Port* port, unsigned sc) {
+  if (kTarget.of[sc] == 0) return nullptr;
+  uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
+  if (h == port->alloc_seen[sc]) {
+    uint32_t t = port->alloc_tail[sc].load(std::memory_order_acquire);
+    port->alloc_seen[sc] = t;
+    if (h == t) {
+      miss(port, sc);
+      return nullptr;
+    }
+  }
+  void* p = port->alloc_slots[sc][h & (kSlots - 1)];
+  port->alloc_head[sc].store(h + 1, std::memory_order_release);
+  bump_counter(port->taken);
+  // What it last saw is used up: the service is asked for more now, not
+  // when the ring is found empty.
+  if (h + 1 == port->alloc_seen[sc]) service::want();
+  return p;
+}
+
+bool give(Port* port, void* p) {
+  uint32_t t = port->free_tail.load(std::memory_order_relaxed);
+  if (t - port->free_seen == kFreeSlots) {
+    port->free_seen = port->free_head.load(std::memory_order_acquire);
+    if (t - port->free_seen == kFreeSlots) {
+      bump_counter(port->missed);
+      service::want();
+      return false;
+    }
+  }
+  port->free_slots[t & (kFreeSlots - 1)] = p;
+  port->free_tail.store(t + 1, std::memory_order_release);
+  bump_counter(port->given);
+  if (t + 1 - port->free_seen == kFreeSlots / 2) service::want();
+  return true;
+}
+
+uint64_t serve() {
+  if (!g_any_port.load(std::memory_order_relaxed)) return 0;
+  Held held;
+  Allocator* s = service_allocator();
+  if (s == nullptr) return 0;
+  uint64_t moved = 0;
+  for (Port* port = g_ports; port != nullptr; port = port->next) {
+    moved += collect(port, s);
+    moved += fill(port, s);
+  }
+  // Frees of its objects that came back as mail (a thread's free ring was
+  // full); when there was nothing else to do, its outbox goes home too.
+  if (moved == 0)
+    s->settle();
+  else
+    s->visit_inbox();
+  return moved;
+}
+
+bool pending() {
+  if (!g_any_port.load(std::memory_order_relaxed)) return false;
+  Held held;
+  if (g_service_alloc != nullptr && g_service_alloc->has_mail()) return true;
+  for (Port* port = g_ports; port != nullptr; port = port->next)
+    if (port_pending(port)) return true;
+  return false;
+}
+
+void trim(Port* self) {
+  if (!g_any_port.load(std::memory_order_relaxed)) return;
+  Held held;
+  Allocator* s = service_allocator();
+  if (s == nullptr) return;
+  if (self != nullptr) empty_alloc_rings(self, s);
+  for (Port* port = g_ports; port != nullptr; port = port->next) collect(port, s);
+  s->settle();
+  s->release_unused();
+}
+
+uint64_t settle_service() {
+  if (!g_any_port.load(std::memory_order_relaxed)) return 0;
+  Held held;
+  if (g_service_alloc == nullptr) return 0;
+  uint64_t received = g_service_alloc->settle();
+  g_service_alloc->release_unused();
+  return received;
+}
+
+Still::Still() : held_(g_any_port.load(std::memory_order_relaxed)) {
+  if (held_) {
+    g_lock.lock();
+    t_holding = true;
+  }
+}
+
+Still::~Still() {
+  if (held_) {
+    t_holding = false;
+    g_lock.unlock();
+  }
+}
+
+void lock_for_fork() { g_lock.lock(); }
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
+
+Counters counters() {
+  Counters c = {};
+  if (!g_any_port.load(std::memory_order_relaxed)) return c;
+  Held held;
+  c = {g_retired_taken, g_retired_given, g_retired_missed, g_attached};
+  for (Port* port = g_ports; port != nullptr; port = port->next) {
+    c.ring_allocs += read_counter(port->taken);
+    c.ring_frees += read_counter(port->given);
+    c.ring_misses += read_counter(port->missed);
+  }
+  return c;
+}
+
+}  // namespace roost::offload

@@ -1,0 +1,95 @@
+// frontend/offload.h — full offload (ROOST_OFFLOAD=1, experimental): the
+// service thread does the program's threads' allocator work for them.
+//
+// Each thread that binds an allocator gets a Port: per size class, a ring
+// of objects the service allocated ahead (the thread pops them where its
+// fast list ran dry), and one ring of the thread's frees of objects it does
+// not own (the service frees them).  Each ring has one producer and one
+// consumer, so both ends are a load, a store and release/acquire ordering.
+// The service's objects come from an allocator of its own, not bound to any
+// thread, used only under the offload lock.  When a ring is empty (or the
+// free ring full) the thread does the work itself, inline, as without
+// offload.
+//
+// Owns: the ports, the service's allocator, the offload lock, its
+// statistics.  Must never: be reached from a fast path (the thread's
+// refill and remote-free slow paths call in), or, on the thread's side of
+// a ring, lock or wait.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ds/bits.h"
+#include "ds/sizeclass.h"
+
+namespace roost {
+
+class Allocator;
+
+namespace offload {
+
+struct Port;
+
+// Is offload on (options, read at start-up)?
+bool enabled();
+// Does the calling thread hold the offload lock?  (service::start() must
+// not create the thread there: see service.h's safe points.)
+bool held_here();
+
+// A port for the allocator the calling thread has just bound (nullptr when
+// offload is off or memory runs out); detach() gives it back, with what
+// its rings hold, when the thread lets go of the allocator.
+Port* attach();
+void detach(Port* port);
+
+// The thread's side.  take(): an object of class `sc` from the port's ring,
+// or nullptr (the ring is empty or the class not offloaded: allocate
+// inline).  give(): `p`, an object of a slab another allocator owns, onto
+// the free ring; false when it is full (free it inline).
+void* take(Port* port, unsigned sc);
+bool give(Port* port, void* p);
+
+// The service's side, under the offload lock.  serve(): one pass over every
+// port (frees carried out, rings topped up); returns the objects moved.
+// pending(): could a pass find work?
+uint64_t serve();
+bool pending();
+
+// malloc_trim: the caller's port hands back what its rings hold, every free
+// ring is emptied, and the service's allocator settles and lets go of what
+// it does not use.  `self` is the caller's port, or nullptr.
+void trim(Port* self);
+// malloc_trim, after the pool's allocators settled (which can forward mail
+// to the service's allocator): it takes its mail, sends what it must, and
+// lets go of what it does not use.  Returns the objects it received.
+uint64_t settle_service();
+
+// Holds the service side still (the offload lock) while statistics are
+// read: its allocator's counts are corrected for ring objects under the
+// lock, so only there do they add up.  Nothing when no thread has a port.
+class Still {
+ public:
+  Still();
+  ~Still();
+  Still(const Still&) = delete;
+  Still& operator=(const Still&) = delete;
+
+ private:
+  bool held_;
+};
+
+// Fork: the offload lock is held across it (see allocator_pool.cc).
+void lock_for_fork();
+void unlock_after_fork(bool child);
+
+struct Counters {
+  uint64_t ring_allocs;  // objects threads took from their rings
+  uint64_t ring_frees;   // frees threads left on their free rings
+  uint64_t ring_misses;  // times a thread found its ring empty or full
+  uint64_t ports;        // threads with a port now
+};
+Counters counters();
+
+}  // namespace offload
+}  // namespace roost
