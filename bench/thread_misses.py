@@ -35,7 +35,7 @@ WORKLOADS = {
     "threadtest": ["bench_threadtest", "-t", "4", "-i", "50", "-n", "10000"],
 }
 CONFIGS = "ROOST_SERVICE=0,ROOST_SERVICE=1,ROOST_OFFLOAD=1"
-SERVICE_LOOP = re.compile(r"^fn=.*roost::service::.*run", re.M)
+SERVICE_LOOP = re.compile(r"^c?fn=\(\d+\) roost::service::.*::run\(", re.M)
 
 
 def thread_totals(path):
