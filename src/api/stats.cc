@@ -53,8 +53,8 @@ namespace roost::stats {
 
 void take(Snapshot& s) {
   s = {};
-  offload::Counters oc = offload::counters();
   offload::Still still;
+  offload::Counters oc = still.counters();
   AllocatorTotals t;
   sum_allocators(t);
   struct roost_stats& out = s.totals;

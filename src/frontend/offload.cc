@@ -71,18 +71,20 @@ Port* g_spare = nullptr;  // detached, for reuse
 Allocator* g_service_alloc = nullptr;
 std::atomic<bool> g_any_port{false};
 uint64_t g_retired_taken = 0, g_retired_given = 0, g_retired_missed = 0;
-uint64_t g_attached = 0;
+
+void lock() {
+  g_lock.lock();
+  t_holding = true;
+}
+void unlock() {
+  t_holding = false;
+  g_lock.unlock();
+}
 
 class Held {
  public:
-  Held() {
-    g_lock.lock();
-    t_holding = true;
-  }
-  ~Held() {
-    t_holding = false;
-    g_lock.unlock();
-  }
+  Held() { lock(); }
+  ~Held() { unlock(); }
   Held(const Held&) = delete;
   Held& operator=(const Held&) = delete;
 };
@@ -198,7 +200,6 @@ Port* attach() {
     port->taken = port->given = port->missed = 0;
     port->next = g_ports;
     g_ports = port;
-    g_attached++;
     g_any_port.store(true, std::memory_order_relaxed);
   }
   return port;
@@ -210,7 +211,6 @@ void detach(Port* port) {
   Port** link = &g_ports;
   while (*link != port) link = &(*link)->next;
   *link = port->next;
-  g_attached--;
   if (Allocator* s = service_allocator()) {
     empty_alloc_rings(port, s);
     collect(port, s);
@@ -294,8 +294,9 @@ void trim(Port* self) {
   if (s == nullptr) return;
   if (self != nullptr) empty_alloc_rings(self, s);
   for (Port* port = g_ports; port != nullptr; port = port->next) collect(port, s);
+  // Its outbox goes home now, for the pool's settling to deliver; it lets go
+  // of what it does not use in settle_service(), which comes after.
   s->settle();
-  s->release_unused();
 }
 
 uint64_t settle_service() {
@@ -308,33 +309,26 @@ uint64_t settle_service() {
 }
 
 Still::Still() : held_(g_any_port.load(std::memory_order_relaxed)) {
-  if (held_) {
-    g_lock.lock();
-    t_holding = true;
-  }
+  if (held_) lock();
 }
 
 Still::~Still() {
-  if (held_) {
-    t_holding = false;
-    g_lock.unlock();
-  }
+  if (held_) unlock();
 }
 
-void lock_for_fork() { g_lock.lock(); }
-void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
-
-Counters counters() {
-  Counters c = {};
-  if (!g_any_port.load(std::memory_order_relaxed)) return c;
-  Held held;
-  c = {g_retired_taken, g_retired_given, g_retired_missed, g_attached};
+Counters Still::counters() const {
+  if (!held_) return {};
+  Counters c = {g_retired_taken, g_retired_given, g_retired_missed, 0};
   for (Port* port = g_ports; port != nullptr; port = port->next) {
     c.ring_allocs += read_counter(port->taken);
     c.ring_frees += read_counter(port->given);
     c.ring_misses += read_counter(port->missed);
+    c.ports++;
   }
   return c;
 }
+
+void lock_for_fork() { g_lock.lock(); }
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
 
 }  // namespace roost::offload

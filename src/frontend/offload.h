@@ -57,13 +57,20 @@ uint64_t serve();
 bool pending();
 
 // malloc_trim: the caller's port hands back what its rings hold, every free
-// ring is emptied, and the service's allocator settles and lets go of what
-// it does not use.  `self` is the caller's port, or nullptr.
+// ring is emptied, and the service's allocator settles (its outbox goes
+// home).  `self` is the caller's port, or nullptr.
 void trim(Port* self);
 // malloc_trim, after the pool's allocators settled (which can forward mail
 // to the service's allocator): it takes its mail, sends what it must, and
 // lets go of what it does not use.  Returns the objects it received.
 uint64_t settle_service();
+
+struct Counters {
+  uint64_t ring_allocs;  // objects threads took from their rings
+  uint64_t ring_frees;   // frees threads left on their free rings
+  uint64_t ring_misses;  // times a thread found its ring empty or full
+  uint64_t ports;        // threads with a port now
+};
 
 // Holds the service side still (the offload lock) while statistics are
 // read: its allocator's counts are corrected for ring objects under the
@@ -74,6 +81,8 @@ class Still {
   ~Still();
   Still(const Still&) = delete;
   Still& operator=(const Still&) = delete;
+  // The rings' statistics (zero when nothing is held: no port ever).
+  Counters counters() const;
 
  private:
   bool held_;
@@ -82,14 +91,6 @@ class Still {
 // Fork: the offload lock is held across it (see allocator_pool.cc).
 void lock_for_fork();
 void unlock_after_fork(bool child);
-
-struct Counters {
-  uint64_t ring_allocs;  // objects threads took from their rings
-  uint64_t ring_frees;   // frees threads left on their free rings
-  uint64_t ring_misses;  // times a thread found its ring empty or full
-  uint64_t ports;        // threads with a port now
-};
-Counters counters();
 
 }  // namespace offload
 }  // namespace roost
