@@ -12,8 +12,11 @@
 // The tests: a producer-consumer stress whose objects carry a checksum of
 // their contents; the same run repeated ten times in a fresh process (peak
 // RSS must level off); 48 threads handing objects to each other (multi-hop
-// forwarding with 2 buckets); and 20000 short-lived threads freeing each
-// other's objects (allocators and memory reused).  After each, the message
+// forwarding with 2 buckets); 20000 short-lived threads freeing each
+// other's objects (allocators and memory reused); an owner that sleeps
+// while another thread frees its objects (the service thread purges the
+// slabs it finds whole in the owner's mail), and owners that nap between
+// bursts while freers check their objects.  After each, the message
 // counters of roost_stats must balance once every inbox has been drained.
 #include <malloc.h>
 #include <strings.h>
@@ -520,9 +523,10 @@ bool reset_peak_rss() {
 // next call or the service thread, is a matter of timing, not of growth),
 // and at rest bytes_committed.  That end-of-run figure is one moment, not a
 // peak: it also counts slabs whose mail is still in flight or waiting in an
-// exited thread's parked allocator, which is timing too, so the two halves
-// are compared by their medians (a leak or creeping fragmentation moves
-// every run, a late delivery one).
+// exited thread's parked allocator, which is timing too (and it is often
+// zero: everything delivered and released in time), so the two halves are
+// compared by their medians (a leak or creeping fragmentation moves every
+// run, a late delivery one).
 TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   if (!in_repeat_child())
     GTEST_SKIP() << "runs in the child of RemoteFree.RepeatedRunsDoNotGrowPeakRss";
@@ -568,7 +572,10 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   long first = summary(std::vector<long>(peak.begin(), peak.begin() + half));
   long last = summary(std::vector<long>(peak.begin() + half, peak.end()));
   const char* stat = kSanitized ? "median" : "highest";
-  ASSERT_GT(first, 0);
+  // The figure measures something: a peak RSS always; roost's held bytes at
+  // the end of some run (most runs may end with everything back, when the
+  // service thread delivered and released it all in time).
+  ASSERT_GT(*std::max_element(peak.begin(), peak.end()), 0);
   // bytes_committed after each run, and VmHWM reset before each, are one
   // sample per run; only a VmHWM that cannot be reset is cumulative.
   if (kSanitized || per_run) {
@@ -889,4 +896,164 @@ TEST(RemoteFree, AnOutboxLimitBeyond2To63NeverFills) {
       });
   struct roost_stats after = snap();
   EXPECT_GT(after.batches_sent, before.batches_sent) << describe_messages(after);  // at exit
+}
+
+// ---------------------------------------------------------------------------
+// A sleeping owner's mail: the service sorts mail that waited a purge delay
+// in the inbox of a thread that did not receive it, purges the slabs it
+// finds whole there, and hands them back to start over.
+
+namespace {
+
+// Is the service thread allowed to run (ROOST_SERVICE, default on)?
+bool service_on() { return env_option_on("ROOST_SERVICE", true); }
+
+struct Tagged {
+  void* p;
+  uint32_t size;
+  uint64_t tag;
+};
+
+std::vector<Tagged> allocate_tagged(size_t count, uint64_t producer, std::mt19937_64& rng) {
+  std::vector<Tagged> v(count);
+  for (size_t i = 0; i < count; i++) {
+    size_t size = 16 + rng() % (1024 - 16 + 1);
+    void* p = t_malloc(size);
+    if (p == nullptr) {
+      v.resize(i);
+      break;
+    }
+    uint64_t tag = make_tag(producer, i);
+    write_object(p, size, tag);
+    v[i] = Tagged{p, static_cast<uint32_t>(size), tag};
+  }
+  return v;
+}
+
+}  // namespace
+
+// The owner allocates, keeps one object in 64 (their slabs are not whole),
+// and sleeps while a second thread frees the rest: the service purges the
+// whole slabs (service_bytes_collected) without disturbing a kept object,
+// and the owner, waking, allocates from the slabs it gets back.
+TEST(RemoteFree, ASleepingOwnersWholeSlabsGoBackWhileItSleeps) {
+  REQUIRE_ROOST();
+  SKIP_UNDER_OFFLOAD();  // its objects would be the service allocator's
+  if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
+  const size_t kObjects = kSanitized ? 20000 : 60000;
+  struct roost_stats before = snap();
+  std::string error;
+  uint64_t collected = 0;
+  size_t freed_count = 0;
+  on_worker([&] {
+    std::mt19937_64 rng(14);
+    std::vector<Tagged> objects = allocate_tagged(kObjects, 1, rng);
+    ASSERT_EQ(objects.size(), kObjects);
+    std::vector<Tagged> kept, freed;
+    for (size_t i = 0; i < objects.size(); i++) (i % 64 == 0 ? kept : freed).push_back(objects[i]);
+    freed_count = freed.size();
+    uint64_t collected_before = snap().service_bytes_collected;
+    std::thread freer([&] {
+      for (const Tagged& o : freed) t_free(o.p);
+    });
+    freer.join();
+    // Sleep without calling the allocator until the service has collected
+    // (it looks a purge delay after the post, and sorts a delay later).
+    for (int i = 0; i < 2000 && service_on(); i++) {
+      std::this_thread::sleep_for(milliseconds(5));
+      if (snap().service_bytes_collected != collected_before) break;
+    }
+    collected = snap().service_bytes_collected - collected_before;
+    for (const Tagged& o : kept) {
+      std::string e = verify_object(o.p, o.size, o.tag);
+      if (!e.empty() && error.empty()) error = "kept " + e;
+    }
+    // Awake: the whole slabs restart under the allocations that follow.
+    std::vector<Tagged> again = allocate_tagged(kObjects, 2, rng);
+    EXPECT_EQ(again.size(), kObjects);
+    for (const Tagged& o : again) {
+      std::string e = verify_object(o.p, o.size, o.tag);
+      if (!e.empty() && error.empty()) error = "reallocated " + e;
+      t_free(o.p);
+    }
+    for (const Tagged& o : kept) t_free(o.p);
+  });
+  ASSERT_EQ(error, "");
+  RecordProperty("bytes_collected", std::to_string(collected));
+  if (service_on())
+    // Most of the 30 MiB freed lies in slabs with no kept object.
+    EXPECT_GT(collected, kObjects * 16) << describe_messages(snap());
+  else
+    EXPECT_EQ(collected, 0u);
+  expect_bytes_in_use_back(before, snap(), "sleeping owner");
+  expect_messages_balance(before, freed_count, "sleeping owner");
+}
+
+// Owners that allocate in bursts and nap between them (some naps longer
+// than two purge delays, so the service sorts their mail while they sleep,
+// others short, so it meets them receiving), while freer threads check and
+// free their objects: every object arrives intact and all mail comes home.
+TEST(RemoteFree, OwnersThatNapWhileOthersFreeLoseNothing) {
+  REQUIRE_ROOST();
+  if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
+  constexpr int kOwners = 2, kFreers = 3;
+  struct roost_stats before = snap();
+  BoundedQueue queue(4096);
+  Errors errors;
+  std::atomic<uint64_t> produced{0}, consumed{0};
+  auto deadline = Clock::now() + stress_duration() * 2;
+  std::vector<std::thread> threads;
+  for (int f = 0; f < kFreers; f++)
+    threads.emplace_back([&] {
+      for (;;) {
+        Entry e = queue.pop();
+        if (e.p == nullptr) return;
+        std::string err = verify_object(e.p, e.size, e.tag);
+        if (!err.empty()) errors.report(err);
+        t_free(e.p);
+        consumed.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  std::vector<std::thread> owners;
+  for (int o = 0; o < kOwners; o++)
+    owners.emplace_back([&, o] {
+      std::mt19937_64 rng(100 + o);
+      std::deque<Tagged> own;  // objects this owner frees itself, later
+      uint64_t seq = 0;
+      for (unsigned burst = 0; Clock::now() < deadline && !errors.failed(); burst++) {
+        std::vector<Tagged> objects =
+            allocate_tagged(512, static_cast<uint64_t>(o + 1) << 8 | (burst & 0xff), rng);
+        for (Tagged& t : objects) {
+          seq++;
+          if (seq % 16 == 0) {
+            own.push_back(t);
+            continue;
+          }
+          queue.push(Entry{t.p, t.size, t.tag});
+          produced.fetch_add(1, std::memory_order_relaxed);
+        }
+        while (own.size() > 2048) {
+          const Tagged& t = own.front();
+          std::string err = verify_object(t.p, t.size, t.tag);
+          if (!err.empty()) errors.report("own " + err);
+          t_free(t.p);
+          own.pop_front();
+        }
+        std::this_thread::sleep_for(milliseconds(burst % 4 == 3 ? 35 : rng() % 3));
+      }
+      for (const Tagged& t : own) {
+        std::string err = verify_object(t.p, t.size, t.tag);
+        if (!err.empty()) errors.report("own " + err);
+        t_free(t.p);
+      }
+    });
+  for (std::thread& t : owners) t.join();
+  for (int f = 0; f < kFreers; f++) queue.push(Entry{});
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(errors.first(), "");
+  EXPECT_EQ(consumed.load(), produced.load());
+  RecordProperty("objects", std::to_string(produced.load()));
+  RecordProperty("bytes_collected",
+                 std::to_string(snap().service_bytes_collected - before.service_bytes_collected));
+  expect_messages_balance(before, offload_on() ? 0 : produced.load(), "napping owners");
 }

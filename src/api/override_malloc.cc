@@ -19,8 +19,8 @@ using namespace roost;
 // warnings and ROOST_VERBOSE speak for a program that never allocates.
 __attribute__((constructor)) static void read_options_at_start() { options::load(); }
 
-ROOST_EXPORT void* malloc(size_t size) { return heap::alloc(size); }
-ROOST_EXPORT void free(void* p) { heap::dealloc(p, "free"); }
+ROOST_EXPORT ROOST_HOT_ENTRY void* malloc(size_t size) { return heap::alloc(size); }
+ROOST_EXPORT ROOST_HOT_ENTRY void free(void* p) { heap::dealloc(p, "free"); }
 ROOST_EXPORT void* calloc(size_t count, size_t size) { return api::calloc(count, size); }
 ROOST_EXPORT void* realloc(void* p, size_t size) { return api::realloc(p, size); }
 ROOST_EXPORT void* reallocarray(void* p, size_t count, size_t size) {

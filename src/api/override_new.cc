@@ -57,7 +57,7 @@ ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
 
 #define ROOST_NEW_EXPORT __attribute__((visibility("default")))
 
-ROOST_NEW_EXPORT void* operator new(size_t size) { return new_impl(size); }
+ROOST_NEW_EXPORT ROOST_HOT_ENTRY void* operator new(size_t size) { return new_impl(size); }
 ROOST_NEW_EXPORT void* operator new[](size_t size) { return new_impl(size); }
 ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a) {
   return new_aligned(size, a);
@@ -66,9 +66,9 @@ ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
 
-ROOST_NEW_EXPORT void operator delete(void* p) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, size_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p, size_t) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p, size_t) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { delete_impl(p); }

@@ -42,8 +42,10 @@ void sum_allocators(AllocatorTotals& t) {
     }
     t.messages.add(a.message_counters());
   });
-  // Frees by threads past their exit hook: counted apart.
+  // Frees by threads past their exit hook, and batches the service found
+  // whole in a sleeping thread's mail: counted apart.
   t.messages.add(Messenger::alone_counters());
+  t.messages.add(Messenger::collected_counters());
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) t.frees[sc] += heap::unbound_frees(sc);
 }
 
@@ -101,6 +103,7 @@ void take(Snapshot& s) {
   out.service_wakeups = sc.wakeups;
   out.service_bytes_purged = sc.bytes_purged;
   out.service_allocators_drained = sc.allocators_drained;
+  out.service_bytes_collected = sc.bytes_collected;
   out.offload_ports = oc.ports;
   out.offload_ring_allocs = oc.ring_allocs;
   out.offload_ring_frees = oc.ring_frees;

@@ -4,7 +4,9 @@
 // from `front` (consumer only) to `back` (producers).  A producer appends a
 // whole batch with one atomic exchange of `back` and one store; the consumer
 // uses plain loads (acquire) and no read-modify-write.  A stub node keeps
-// the list non-empty.  The queue is not linearizable: a batch whose producer
+// the list non-empty.  One consumer at a time (the inbox's holder: see
+// frontend/messenger.h); `front` is atomic only so that maybe_nonempty()
+// may be asked without being the consumer.  The queue is not linearizable: a batch whose producer
 // has exchanged `back` but not yet linked its predecessor hides the batches
 // behind it until it does.  Nodes live inside the objects they carry.
 //
@@ -31,7 +33,7 @@ class MpscQueue {
   // Resets to empty (no producer or consumer may be running).
   void init() {
     stub_.next.store(nullptr, std::memory_order_relaxed);
-    front_ = &stub_;
+    front_.store(&stub_, std::memory_order_relaxed);
     back_.store(&stub_, std::memory_order_relaxed);
   }
 
@@ -46,21 +48,28 @@ class MpscQueue {
     prev->next.store(first, std::memory_order_release);
   }
 
-  // Consumer: is there possibly something to dequeue?  One load.
+  // Is there possibly something to dequeue?  Two loads; the consumer's
+  // answer is exact up to producers mid-enqueue, anyone else's a hint.
   bool maybe_nonempty() const {
-    return front_->next.load(std::memory_order_relaxed) != nullptr || front_ != &stub_;
+    const QueueNode* front = front_.load(std::memory_order_relaxed);
+    return front != &stub_ || front->next.load(std::memory_order_relaxed) != nullptr;
   }
+
+  // The node last enqueued (the stub when nothing was since it was put
+  // back): a node the queue has not changed its last since holds no new
+  // batch.  A hint for anyone but the consumer.
+  const QueueNode* last() const { return back_.load(std::memory_order_relaxed); }
 
   // Consumer: the oldest node, or nullptr when none is ready.  The stub is
   // never returned: when it comes to the front it is skipped, and when a
   // real node is the last one the stub is re-enqueued behind it so that
   // node can be handed out (one exchange per drained batch).
   QueueNode* dequeue() {
-    QueueNode* front = front_;
+    QueueNode* front = front_.load(std::memory_order_relaxed);
     QueueNode* next = front->next.load(std::memory_order_acquire);
     if (front == &stub_) {
       if (next == nullptr) return nullptr;
-      front_ = next;
+      front_.store(next, std::memory_order_relaxed);
       front = next;
       next = front->next.load(std::memory_order_acquire);
     }
@@ -73,12 +82,12 @@ class MpscQueue {
       next = front->next.load(std::memory_order_acquire);
       if (next == nullptr) return nullptr;
     }
-    front_ = next;
+    front_.store(next, std::memory_order_relaxed);
     return front;
   }
 
  private:
-  QueueNode* front_;                          // consumer only
+  std::atomic<QueueNode*> front_;             // written by the consumer only
   alignas(64) std::atomic<QueueNode*> back_;  // producers
   QueueNode stub_;
 };

@@ -80,9 +80,15 @@ void Allocator::post_and_visit() {
 uint64_t Allocator::receive(bool all) {
   // Delivery changes slab states directly, not through slab_event: a
   // receive never starts another.
-  return messenger_.receive(all, [this](ChunkMeta* m, const slab_batch::Batch& b) {
-    if (slab::return_batch(m, b)) slabs_.on_state_change(m, chunks_);
-  });
+  return messenger_.receive(
+      all,
+      [this](ChunkMeta* m, const slab_batch::Batch& b) {
+        if (slab::return_batch(m, b)) slabs_.on_state_change(m, chunks_);
+      },
+      [this](ChunkMeta* m, bool zeroed) {
+        slab::start_over(m, zeroed);
+        slabs_.on_whole_return(m, chunks_);
+      });
 }
 
 uint64_t Allocator::settle() {

@@ -162,6 +162,9 @@ class Allocator {
   bool has_mail() const { return messenger_.has_mail(); }
   // See Messenger::set_parked (the pool parks allocators of exited threads).
   void set_parked(bool parked) { messenger_.set_parked(parked); }
+  // The service thread's look at this allocator's mail (see
+  // Messenger::look_for_neglected_mail).
+  Messenger::Look look_for_neglected_mail() { return messenger_.look_for_neglected_mail(); }
 
   // For statistics (read from other threads, approximately).
   const ClassCounters& class_counters() const { return counters_; }

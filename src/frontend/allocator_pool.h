@@ -58,6 +58,10 @@ uint64_t drain_parked(bool* more);
 // Could a parked allocator have mail?
 bool parked_mail();
 
+// For the service thread: looks at the mail of every allocator bound to a
+// thread (Allocator::look_for_neglected_mail), summed.
+Messenger::Look look_at_bound_mail();
+
 // for_each() without the template: fn(allocator, context).
 void visit_all(void (*fn)(const Allocator&, void*), void* context);
 

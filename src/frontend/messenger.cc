@@ -12,13 +12,22 @@ namespace {
 // Frees by threads without an allocator, each posted alone: any thread
 // adds to these.
 MessageCounters g_alone;
+// Batches the service found whole (look_for_neglected_mail): the service
+// adds to these.
+MessageCounters g_collected;
 
-std::atomic<void (*)()> g_parked_mail_hook{nullptr};
+std::atomic<void (*)()> g_mail_hook{nullptr};
+// Set by a post to a bound allocator; cleared by the service.
+std::atomic<bool> g_live_mail{false};
+
+void call_mail_hook() {
+  if (void (*hook)() = g_mail_hook.load(std::memory_order_relaxed)) hook();
+}
 
 }  // namespace
 
-void Messenger::set_parked_mail_hook(void (*hook)()) {
-  g_parked_mail_hook.store(hook, std::memory_order_relaxed);
+void Messenger::set_mail_hook(void (*hook)()) {
+  g_mail_hook.store(hook, std::memory_order_relaxed);
 }
 
 void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
@@ -28,8 +37,67 @@ void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
   // (the pool does so for any allocator parked with slabs), and it finds
   // this message.
   full_fence();
-  if (ROOST_UNLIKELY(dest->parked_.load(std::memory_order_relaxed)))
-    if (void (*hook)() = g_parked_mail_hook.load(std::memory_order_relaxed)) hook();
+  if (ROOST_UNLIKELY(dest->parked_.load(std::memory_order_relaxed))) {
+    call_mail_hook();
+  } else if (ROOST_UNLIKELY(!g_live_mail.load(std::memory_order_relaxed))) {
+    // The service looks at bound allocators' inboxes only while mail is
+    // posted (a load here, a store once per look).
+    g_live_mail.store(true, std::memory_order_relaxed);
+    call_mail_hook();
+  }
+}
+
+bool Messenger::take_live_mail_flag() {
+  return g_live_mail.load(std::memory_order_relaxed) &&
+         g_live_mail.exchange(false, std::memory_order_relaxed);
+}
+
+bool Messenger::live_mail_flag() { return g_live_mail.load(std::memory_order_relaxed); }
+
+Messenger::Look Messenger::look_for_neglected_mail() {
+  Look look;
+  if (parked_.load(std::memory_order_relaxed)) return look;
+  if (!hold_inbox(false)) {
+    look.pending = true;  // its owner is receiving: see what it left later
+    return look;
+  }
+  uint64_t receives = receives_.load(std::memory_order_relaxed);
+  bool mail = inbox_.maybe_nonempty();
+  bool unsorted = mail && inbox_.last() != sorted_last_;
+  // Mail was there at the last look, and the owner has not received since:
+  // it has waited a whole period.
+  if (unsorted && seen_mail_ && receives == seen_receives_) {
+    sort_mail(&look);
+    mail = inbox_.maybe_nonempty();
+    unsorted = mail && inbox_.last() != sorted_last_;
+  }
+  seen_receives_ = receives;
+  seen_mail_ = mail;
+  release_inbox();
+  look.pending = unsorted;
+  return look;
+}
+
+void Messenger::sort_mail(Look* look) {
+  mail_sorter::Sorter sorter(slab_owner_);
+  while (QueueNode* node = inbox_.dequeue()) sorter.add(node);
+  mail_sorter::Result r = sorter.finish();
+  if (r.rest_first != nullptr) inbox_.enqueue(r.rest_first, r.rest_last);
+  // What went back is sorted, unless some slabs did not fit and others were
+  // found whole (the next look makes room for the rest).
+  sorted_last_ = r.overflowed && r.whole_slabs != 0 ? nullptr : r.rest_last;
+  if (r.whole != nullptr) {
+    ChunkMeta* head = whole_slabs_.load(std::memory_order_relaxed);
+    do {
+      mail_sorter::relink_last(r.whole_last, head);
+    } while (!whole_slabs_.compare_exchange_weak(head, r.whole, std::memory_order_release,
+                                                 std::memory_order_relaxed));
+    add_shared_counter(g_collected.messages_received, r.whole_objects);
+    add_shared_counter(g_collected.slab_batches_received, r.whole_batches);
+    add_shared_counter(g_collected.inbox_drains, 1);
+  }
+  look->whole_slabs += r.whole_slabs;
+  look->bytes_purged += r.bytes_purged;
 }
 
 void MessageCounters::add(const MessageCounters& from) {
@@ -102,5 +170,6 @@ void Messenger::send_alone(ChunkMeta* m, void* p) {
 }
 
 const MessageCounters& Messenger::alone_counters() { return g_alone; }
+const MessageCounters& Messenger::collected_counters() { return g_collected; }
 
 }  // namespace roost

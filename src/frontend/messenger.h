@@ -10,9 +10,17 @@
 // exchange per bucket.  Receiving takes a bounded
 // number of batches from the inbox, hands each batch of its own to the
 // caller, and forwards the others (home-bucket forwarding: ids that share
-// low bits with ours).  Must never: touch a slab's free list or state (the
-// caller's `deliver` does), take a lock, or post with anything but one
-// exchange per bucket.
+// low bits with ours).
+//
+// The inbox has one consumer at a time: its allocator's thread, or the
+// service thread sorting the mail of a thread that has not received any for
+// a while (frontend/mail_sorter.h), which hands back the slabs it found
+// whole.  Whoever consumes holds the inbox (one exchange per receive); a
+// refill that finds it held goes on without its mail.
+//
+// Must never: touch a slab's free list or state (the caller's `deliver`
+// and `restart` do), wait for the inbox anywhere but a settle, or post with
+// anything but one exchange per bucket.
 #pragma once
 
 #include <atomic>
@@ -25,9 +33,12 @@
 #include "ds/counter.h"
 #include "ds/fence.h"
 #include "ds/mpsc_queue.h"
+#include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "frontend/mail_sorter.h"
 #include "frontend/outbox.h"
 #include "frontend/remote_cache.h"
+#include "platform/os.h"
 
 namespace roost {
 
@@ -75,32 +86,61 @@ class Messenger {
   // rounds included).
   void post();
 
-  // Could the inbox hold messages?  One load.
-  bool has_mail() const { return inbox_.maybe_nonempty(); }
+  // Could the inbox hold messages, or the service have sorted some into
+  // whole slabs?  Three loads.
+  bool has_mail() const {
+    return inbox_.maybe_nonempty() || whole_slabs_.load(std::memory_order_relaxed) != nullptr;
+  }
 
   // Takes batches from the inbox: at most config::kInboxBudget, or until
   // it reads empty when `all`.  Each batch of this allocator's objects goes
   // to deliver(ChunkMeta* slab, const slab_batch::Batch&); others are
-  // forwarded and posted at once.  Returns the objects received.
-  template <typename Deliver>
-  uint64_t receive(bool all, Deliver&& deliver);
+  // forwarded and posted at once.  First, every slab the service found
+  // whole goes to restart(ChunkMeta* slab, bool zeroed) (none of its
+  // objects is on its free list; its pages were purged, and read as zero
+  // when `zeroed`).  Returns the objects received.  When the service holds
+  // the inbox, returns 0 at once, or waits for it when `all`.
+  template <typename Deliver, typename Restart>
+  uint64_t receive(bool all, Deliver&& deliver, Restart&& restart);
+
+  // ---- the service thread's side (frontend/mail_sorter.h) ----
+
+  // What one look at an inbox did.
+  struct Look {
+    bool pending = false;      // mail it has not sorted yet: look again
+    uint64_t whole_slabs = 0;  // slabs found whole and handed back
+    uint64_t bytes_purged = 0;
+  };
+  // Looks at the inbox of an allocator bound to a thread, once per purge
+  // delay or so: when mail waited there since the last look and the thread
+  // has not received since, sorts it all (frontend/mail_sorter.h).  Skips
+  // the inbox while its owner holds it, and parked allocators.  Only the
+  // service calls it (its fields are the service's).
+  Look look_for_neglected_mail();
+  // Was mail posted to an allocator bound to a thread since the last call?
+  // (A post sets the flag and calls the mail hook when it was clear.)
+  static bool take_live_mail_flag();
+  static bool live_mail_flag();
 
   // For a thread without an allocator (past its exit hook): posts `p` to
   // its owner's inbox alone, counted process-wide.
   static void send_alone(ChunkMeta* m, void* p);
 
   // Parked: the allocator waits in the pool without a thread.  A message
-  // posted to a parked messenger calls the parked-mail hook (set once, at
-  // start-up; it must not allocate), so that someone delivers it.
+  // posted to a parked messenger calls the mail hook (set once, at start-up;
+  // it must not allocate), so that someone delivers it; so does the first
+  // message posted to a bound one since take_live_mail_flag().
   void set_parked(bool parked) {
     parked_.store(parked, std::memory_order_relaxed);
     full_fence();  // pairs with deliver()'s
   }
-  static void set_parked_mail_hook(void (*hook)());
+  static void set_mail_hook(void (*hook)());
 
-  // This messenger's counters, and those of frees sent alone.
+  // This messenger's counters, those of frees sent alone, and those of
+  // batches the service found whole (counted as received).
   const MessageCounters& counters() const { return counters_; }
   static const MessageCounters& alone_counters();
+  static const MessageCounters& collected_counters();
 
  private:
   // The messenger of the allocator that owns slab `m` (defined in
@@ -118,15 +158,35 @@ class Messenger {
     file(owner_of(m), slab_batch::seal(head, tail, count), 0);
     bump_counter(counters_.slab_batches_sent);
   }
-  // Enqueues first..last in dest's inbox, and calls the parked-mail hook
-  // when dest is parked.
+  // Enqueues first..last in dest's inbox, and calls the mail hook when
+  // dest is parked, or when the live-mail flag was clear.
   static void deliver(Messenger* dest, QueueNode* first, QueueNode* last);
 
   // After receiving: counts, and sends forwarded batches on.
   void note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
                      uint64_t forwarded_batches);
 
+  // Takes the inbox's consumer side; false when another holds it and
+  // `wait` is not set.
+  bool hold_inbox(bool wait) {
+    while (inbox_held_.exchange(true, std::memory_order_acquire)) {
+      if (!wait) return false;
+      os::yield();
+    }
+    return true;
+  }
+  void release_inbox() { inbox_held_.store(false, std::memory_order_release); }
+  // look_for_neglected_mail()'s sort, the inbox held.
+  void sort_mail(Look* look);
+
   MpscQueue inbox_;
+  std::atomic<bool> inbox_held_{false};
+  std::atomic<uint64_t> receives_{0};             // receives by the owner (it alone writes)
+  std::atomic<ChunkMeta*> whole_slabs_{nullptr};  // from the service (mail_sorter links)
+  // The service's own: what its last look saw.
+  uint64_t seen_receives_ = 0;
+  bool seen_mail_ = false;
+  const QueueNode* sorted_last_ = nullptr;  // the last batch its sort put back
   std::atomic<bool> parked_{false};
   Outbox outbox_;
   RemoteCache remote_cache_;
@@ -151,8 +211,20 @@ bool Messenger::send_other(ChunkMeta* m, void* p) {
   return outbox_.charge(m->obj_size);
 }
 
-template <typename Deliver>
-uint64_t Messenger::receive(bool all, Deliver&& deliver) {
+template <typename Deliver, typename Restart>
+uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
+  if (!hold_inbox(all)) return 0;
+  receives_.store(receives_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  uint64_t restarted = 0;
+  if (ROOST_UNLIKELY(whole_slabs_.load(std::memory_order_relaxed) != nullptr)) {
+    ChunkMeta* m = whole_slabs_.exchange(nullptr, std::memory_order_acquire);
+    while (m != nullptr) {
+      ChunkMeta* next = mail_sorter::next_whole(m);  // restart() may relink it
+      restarted += sizeclass::kInfo.info[m->sizeclass].capacity;
+      restart(m, mail_sorter::whole_zeroed(m));
+      m = next;
+    }
+  }
   uint64_t batches = 0, objects = 0, forwarded = 0, forwarded_batches = 0;
   const void* mine = slab_owner_;
   while (all || batches < config::kInboxBudget) {
@@ -172,8 +244,9 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver) {
       forwarded_batches++;
     }
   }
+  release_inbox();
   if (batches != 0) note_received(batches, objects, forwarded, forwarded_batches);
-  return objects;
+  return objects + restarted;
 }
 
 }  // namespace roost

@@ -43,14 +43,39 @@ std::atomic<bool> g_fork_hooks{false};
 std::atomic<uint64_t> g_wakeups{0};
 std::atomic<uint64_t> g_bytes_purged{0};
 std::atomic<uint64_t> g_drained{0};
+std::atomic<uint64_t> g_bytes_collected{0};
+
+// When to look at bound allocators' mail next (os::now_ns; 0: not until
+// mail is posted).  The thread's own.
+uint64_t g_next_look = 0;
 
 void count(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // one writer
 }
 
 // Work want() announces: anything but a purge that is not yet due.
-bool announced_work_pending() { return pool::parked_mail() || offload::pending(); }
+bool announced_work_pending() {
+  return pool::parked_mail() || offload::pending() || Messenger::live_mail_flag();
+}
+
 bool work_pending() { return chunks::dirty_bytes() != 0 || announced_work_pending(); }
+
+// Looks at bound allocators' mail one purge delay after mail was posted,
+// and again a delay later while some of it waits: mail that waits a whole
+// delay with its thread not receiving is sorted into whole slabs
+// (frontend/mail_sorter.h).  Returns when the next look is due, or
+// UINT64_MAX.
+uint64_t look_at_mail(uint64_t now) {
+  uint64_t period = options::get(options::kPurgeDelayMs) * 1000000u;
+  if (period < 1000000u) period = 1000000u;
+  if (Messenger::take_live_mail_flag() && g_next_look == 0) g_next_look = now + period;
+  if (g_next_look != 0 && now >= g_next_look) {
+    Messenger::Look look = pool::look_at_bound_mail();
+    count(g_bytes_collected, look.bytes_purged);
+    g_next_look = look.pending ? now + period : 0;
+  }
+  return g_next_look != 0 ? g_next_look : UINT64_MAX;
+}
 
 // One round of work; returns when the next is due (os::now_ns: 0 for at
 // once), UINT64_MAX for none.  *moved: objects it moved through offload
@@ -61,7 +86,10 @@ uint64_t work(uint64_t* moved) {
   bool more_mail = false;
   count(g_drained, pool::drain_parked(&more_mail));
   uint64_t next = UINT64_MAX;
-  count(g_bytes_purged, chunks::purge_due(os::now_ns(), &next));
+  uint64_t now = os::now_ns();
+  count(g_bytes_purged, chunks::purge_due(now, &next));
+  uint64_t look = look_at_mail(now);
+  if (look < next) next = look;
   return more_mail || *moved != 0 ? 0 : next;
 }
 
@@ -122,6 +150,7 @@ void postfork_child() {
     g_state.store(kOff, std::memory_order_relaxed);
     g_start_wanted.store(true, std::memory_order_relaxed);
   }
+  g_next_look = 0;
 }
 
 // Runs when roost's code goes away (exit, or dlclose of a plugin embedding
@@ -182,13 +211,14 @@ void start() {
 
 void install() {
   chunks::set_release_hook(want);
-  Messenger::set_parked_mail_hook(want);
+  Messenger::set_mail_hook(want);
 }
 
 Counters counters() {
   uint32_t s = g_state.load(std::memory_order_relaxed);
   return {g_wakeups.load(std::memory_order_relaxed), g_bytes_purged.load(std::memory_order_relaxed),
-          g_drained.load(std::memory_order_relaxed), s == kBusy || s == kIdle};
+          g_drained.load(std::memory_order_relaxed),
+          g_bytes_collected.load(std::memory_order_relaxed), s == kBusy || s == kIdle};
 }
 
 }  // namespace roost::service

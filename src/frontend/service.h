@@ -2,9 +2,11 @@
 // the work the program's threads leave behind while they sleep.
 //
 // It purges released memory when its delay has passed (as the program's own
-// backend calls do when they come then, but also while it sleeps), and
+// backend calls do when they come then, but also while it sleeps),
 // delivers the mail of allocators parked in the pool (their threads
-// exited), whose emptied slabs then go back to the backend.  It starts the
+// exited), whose emptied slabs then go back to the backend, and sorts the
+// mail of threads that have not received theirs for a purge delay, purging
+// the slabs it finds whole there (frontend/mail_sorter.h).  It starts the
 // first time there is such work (never in a program that releases nothing),
 // sleeps on a futex without a time limit when there is none, and is stopped
 // and joined when roost's code goes away (exit, or dlclose of a plugin that
@@ -45,6 +47,7 @@ struct Counters {
   uint64_t wakeups;             // times it woke up and looked for work
   uint64_t bytes_purged;        // released memory it purged
   uint64_t allocators_drained;  // parked allocators whose mail it delivered
+  uint64_t bytes_collected;     // slabs it found whole in sleeping threads' mail
   bool running;                 // the thread exists now
 };
 Counters counters();

@@ -81,6 +81,15 @@ class SizeClassSlabs {
   // when it went to on_empty (which may release memory to the backend).
   inline bool on_state_change(ChunkMeta* m, ChunkCache& cache);
 
+  // Every object of `m` came home at once and it started over
+  // (slab::start_over): the active slab stays, to be carved anew; any
+  // other (asleep: on no list) goes back to `cache`.  True when it went.
+  bool on_whole_return(ChunkMeta* m, ChunkCache& cache) {
+    if (m == active_[m->sizeclass]) return false;
+    release(m, cache);
+    return true;
+  }
+
   // Lets go of everything not in use: the objects of `fast_lists` (one list
   // per class, emptied) go back to their slabs, no class keeps an active
   // slab or a spare, and every empty slab goes back to `cache` (thread exit,

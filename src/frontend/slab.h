@@ -117,6 +117,18 @@ inline uint32_t wake(ChunkMeta* m) {
   return in_use;
 }
 
+// Every object of the sleeping slab `m` came home at once, none onto its
+// free list: the service found them whole in its owner's mail and purged
+// its pages (frontend/mail_sorter.h).  It starts over with nothing carved;
+// its pages count as never touched only when the purge `zeroed` them.
+inline void start_over(ChunkMeta* m, bool zeroed) {
+  m->free_head = nullptr;
+  m->state = SlabState::kSleeping;
+  m->needed = 0;  // nothing carved: carve() sets the wake count
+  m->carved = 0;
+  if (zeroed) m->touched_pages = 0;
+}
+
 // Prepares an empty slab's chunk to go back to the chunk cache: unmapped,
 // ownerless, its resident extent recorded.
 void retire(ChunkMeta* m);
