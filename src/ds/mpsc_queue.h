@@ -6,9 +6,9 @@
 // uses plain loads (acquire) and no read-modify-write.  A stub node keeps
 // the list non-empty.  One consumer at a time (the inbox's holder: see
 // frontend/messenger.h); `front` is atomic only so that maybe_nonempty()
-// may be asked without being the consumer.  The queue is not linearizable: a batch whose producer
-// has exchanged `back` but not yet linked its predecessor hides the batches
-// behind it until it does.  Nodes live inside the objects they carry.
+// may be asked without being the consumer.  The queue is not linearizable:
+// a batch whose producer has exchanged `back` but not yet linked its
+// predecessor hides the batches behind it until it does.  Nodes live inside the objects they carry.
 //
 // Owns: the queue's links and their memory orders.  Must never: allocate,
 // know what the nodes mean, or let the consumer block.
@@ -54,11 +54,6 @@ class MpscQueue {
     const QueueNode* front = front_.load(std::memory_order_relaxed);
     return front != &stub_ || front->next.load(std::memory_order_relaxed) != nullptr;
   }
-
-  // The node last enqueued (the stub when nothing was since it was put
-  // back): a node the queue has not changed its last since holds no new
-  // batch.  A hint for anyone but the consumer.
-  const QueueNode* last() const { return back_.load(std::memory_order_relaxed); }
 
   // Consumer: the oldest node, or nullptr when none is ready.  The stub is
   // never returned: when it comes to the front it is skipped, and when a

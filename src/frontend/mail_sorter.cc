@@ -106,7 +106,7 @@ Result Sorter::finish() {
       if (purged) result_.bytes_purged += bytes;
     } else {
       // Objects still out (or, past the capacity, a double free the owner
-      // meets as it would have): back to the inbox.
+      // meets as it would have): returned as they came.
       g.last->next.store(nullptr, std::memory_order_relaxed);
       if (result_.rest_last == nullptr)
         result_.rest_first = g.first;

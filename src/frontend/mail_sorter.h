@@ -8,8 +8,8 @@
 // inbox's allocator whose batches hold every object it has (its capacity)
 // has nothing left anywhere else, not on its free list, not on a fast
 // list, not with the program, so its pages are purged at once and it is
-// handed to its owner to start over.  Every other batch goes back to the
-// inbox as it came.
+// handed to its owner to start over.  Every other batch is returned as it
+// came, for the owner (and the next sort).
 //
 // Owns: the grouping table (address space reserved once, its pages purged
 // after each use) and the whole-slab test.  Must never: write a slab's
@@ -27,7 +27,7 @@ namespace roost::mail_sorter {
 
 // What a sort came to.
 struct Result {
-  // For the inbox again, linked through their queue links.
+  // Not whole, linked through their queue links (nullptr-terminated).
   QueueNode* rest_first = nullptr;
   QueueNode* rest_last = nullptr;
   // Whole slabs, linked through `next` (see link_whole / next_whole).
@@ -37,7 +37,7 @@ struct Result {
   uint64_t whole_batches = 0;
   uint64_t whole_objects = 0;
   uint64_t bytes_purged = 0;  // of the whole slabs (the OS may refuse some)
-  bool overflowed = false;    // some slabs did not fit the table: sort again
+  bool overflowed = false;    // some slabs did not fit the table
 };
 
 // One sort: add() every batch taken from the inbox of the allocator whose

@@ -62,17 +62,17 @@ Messenger::Look Messenger::look_for_neglected_mail() {
     return look;
   }
   uint64_t receives = receives_.load(std::memory_order_relaxed);
-  bool mail = inbox_.maybe_nonempty();
-  bool unsorted = mail && inbox_.last() != sorted_last_;
-  // Mail was there at the last look, and the owner has not received since:
+  // Mail not sorted yet: new in the inbox, or left over by a sort that ran
+  // out of table.
+  bool unsorted = inbox_.maybe_nonempty() || sort_again_;
+  // It was there at the last look, and the owner has not received since:
   // it has waited a whole period.
   if (unsorted && seen_mail_ && receives == seen_receives_) {
     sort_mail(&look);
-    mail = inbox_.maybe_nonempty();
-    unsorted = mail && inbox_.last() != sorted_last_;
+    unsorted = inbox_.maybe_nonempty() || sort_again_;
   }
   seen_receives_ = receives;
-  seen_mail_ = mail;
+  seen_mail_ = unsorted;
   release_inbox();
   look.pending = unsorted;
   return look;
@@ -80,12 +80,14 @@ Messenger::Look Messenger::look_for_neglected_mail() {
 
 void Messenger::sort_mail(Look* look) {
   mail_sorter::Sorter sorter(slab_owner_);
-  while (QueueNode* node = inbox_.dequeue()) sorter.add(node);
+  // What the last sort kept, and everything posted since (a batch whose
+  // producer is mid-enqueue stays for the next look).
+  while (QueueNode* node = next_batch()) sorter.add(node);
   mail_sorter::Result r = sorter.finish();
-  if (r.rest_first != nullptr) inbox_.enqueue(r.rest_first, r.rest_last);
-  // What went back is sorted, unless some slabs did not fit and others were
-  // found whole (the next look makes room for the rest).
-  sorted_last_ = r.overflowed && r.whole_slabs != 0 ? nullptr : r.rest_last;
+  sorted_first_.store(r.rest_first, std::memory_order_relaxed);
+  // Some slabs did not fit: sort again at the next look, if this one found
+  // any whole (else the table is full of slabs that are not).
+  sort_again_ = r.overflowed && r.whole_slabs != 0;
   if (r.whole != nullptr) {
     ChunkMeta* head = whole_slabs_.load(std::memory_order_relaxed);
     do {

@@ -15,8 +15,10 @@
 // The inbox has one consumer at a time: its allocator's thread, or the
 // service thread sorting the mail of a thread that has not received any for
 // a while (frontend/mail_sorter.h), which hands back the slabs it found
-// whole.  Whoever consumes holds the inbox (one exchange per receive); a
-// refill that finds it held goes on without its mail.
+// whole and keeps the rest beside the inbox, sorted (the owner receives it
+// before the inbox; the next sort takes it again).  Whoever consumes holds
+// the inbox (one exchange per receive); a refill that finds it held goes
+// on without its mail.
 //
 // Must never: touch a slab's free list or state (the caller's `deliver`
 // and `restart` do), wait for the inbox anywhere but a settle, or post with
@@ -86,10 +88,11 @@ class Messenger {
   // rounds included).
   void post();
 
-  // Could the inbox hold messages, or the service have sorted some into
-  // whole slabs?  Three loads.
+  // Could the inbox hold messages, or the service have sorted some?  Four
+  // loads.
   bool has_mail() const {
-    return inbox_.maybe_nonempty() || whole_slabs_.load(std::memory_order_relaxed) != nullptr;
+    return inbox_.maybe_nonempty() || whole_slabs_.load(std::memory_order_relaxed) != nullptr ||
+           sorted_first_.load(std::memory_order_relaxed) != nullptr;
   }
 
   // Takes batches from the inbox: at most config::kInboxBudget, or until
@@ -178,15 +181,26 @@ class Messenger {
   void release_inbox() { inbox_held_.store(false, std::memory_order_release); }
   // look_for_neglected_mail()'s sort, the inbox held.
   void sort_mail(Look* look);
+  // The next batch to receive, the inbox held: the sorted ones first.
+  QueueNode* next_batch() {
+    QueueNode* node = sorted_first_.load(std::memory_order_relaxed);
+    if (node == nullptr) return inbox_.dequeue();
+    sorted_first_.store(node->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return node;
+  }
 
   MpscQueue inbox_;
   std::atomic<bool> inbox_held_{false};
   std::atomic<uint64_t> receives_{0};             // receives by the owner (it alone writes)
   std::atomic<ChunkMeta*> whole_slabs_{nullptr};  // from the service (mail_sorter links)
+  // Batches the service sorted and did not find whole, linked through their
+  // queue links (nullptr-terminated); changed only with the inbox held
+  // (atomic for has_mail()).
+  std::atomic<QueueNode*> sorted_first_{nullptr};
   // The service's own: what its last look saw.
   uint64_t seen_receives_ = 0;
-  bool seen_mail_ = false;
-  const QueueNode* sorted_last_ = nullptr;  // the last batch its sort put back
+  bool seen_mail_ = false;   // unsorted mail (or a sort to finish)
+  bool sort_again_ = false;  // its last sort ran out of table
   std::atomic<bool> parked_{false};
   Outbox outbox_;
   RemoteCache remote_cache_;
@@ -228,7 +242,7 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
   uint64_t batches = 0, objects = 0, forwarded = 0, forwarded_batches = 0;
   const void* mine = slab_owner_;
   while (all || batches < config::kInboxBudget) {
-    QueueNode* node = inbox_.dequeue();
+    QueueNode* node = next_batch();
     if (node == nullptr) break;
     batches++;
     slab_batch::Batch b = slab_batch::open(node);

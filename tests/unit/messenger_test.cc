@@ -137,7 +137,7 @@ TEST(Messenger, MessagesForAnIdSharingTheBucketBitsAreForwardedHome) {
 // The service thread's look at an inbox (Messenger::look_for_neglected_mail),
 // made here by hand: mail that waited from one look to the next with its
 // owner not receiving is sorted; slabs all of whose objects are in it are
-// purged and handed back, the rest stays in the inbox as it came.
+// purged and handed back, the rest is kept, sorted, for the owner.
 TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   ScopedOption zero(options::kPurgeZero, 1);
   constexpr uint32_t kCapacity = sizeclass::kInfo.info[kClass].capacity;
@@ -189,6 +189,32 @@ TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   for (void* p : again) memset(p, 0x5a, 64);
   for (void* p : again) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
   for (void* p : kept) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
+  settle_and_release({owner.get(), freer.get()});
+  EXPECT_EQ(owner->slab_count(), 0u);
+}
+
+// A slab whose mail arrives over two sorts: the first keeps its batches
+// (not whole yet), the second finds them with the rest.
+TEST(Messenger, ASlabWhoseMailArrivesOverTwoSortsIsFoundWhole) {
+  constexpr uint32_t kCapacity = sizeclass::kInfo.info[kClass].capacity;
+  auto owner = make(1);
+  auto freer = make(2);
+  std::vector<void*> objects = alloc_n(*owner, kCapacity + 10);
+  std::vector<void*> first(objects.begin(), objects.begin() + kCapacity / 2);
+  std::vector<void*> second(objects.begin() + kCapacity / 2, objects.begin() + kCapacity);
+  free_remote(*freer, first);
+  freer->settle();
+  owner->look_for_neglected_mail();
+  EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 0u);  // sorted, kept
+  EXPECT_TRUE(owner->has_mail());
+  free_remote(*freer, second);
+  freer->settle();
+  EXPECT_TRUE(owner->look_for_neglected_mail().pending);
+  EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 1u);
+  EXPECT_EQ(owner->settle(), kCapacity);
+  EXPECT_EQ(owner->slab_count(), 1u);  // the whole one went back to the chunk cache
+  for (size_t i = kCapacity; i < objects.size(); i++)
+    ASSERT_TRUE(owner->try_free_local(pagemap::lookup(objects[i]), objects[i]));
   settle_and_release({owner.get(), freer.get()});
   EXPECT_EQ(owner->slab_count(), 0u);
 }
