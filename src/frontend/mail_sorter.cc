@@ -71,7 +71,7 @@ void Sorter::add(QueueNode* node) {
   // Another allocator's batch (sent here to be forwarded) goes back as it
   // came: the owner forwards it when it receives.
   if (m->owner != owner_) return to_rest(node);
-  if (used_ == kMaxUsed || !reserve_scratch()) {
+  if (!reserve_scratch()) {
     result_.overflowed = true;
     return to_rest(node);
   }
@@ -79,6 +79,11 @@ void Sorter::add(QueueNode* node) {
   while (g_table[i].slab != nullptr && g_table[i].slab != m) i = (i + 1) & (kSlots - 1);
   Group& g = g_table[i];
   if (g.slab == nullptr) {
+    // A slab the full table has no room for waits for the next sort.
+    if (used_ == kMaxUsed) {
+      result_.overflowed = true;
+      return to_rest(node);
+    }
     g = Group{m, nullptr, node, 0, 0};
     g_used[used_++] = i;
   }
