@@ -94,9 +94,12 @@ uint64_t Allocator::receive(bool all) {
 uint64_t Allocator::settle() {
   messenger_.post();
   uint64_t received = 0;
-  while (messenger_.has_mail()) {
+  // Each round under the inbox (receive(true) waits for it), not after a
+  // has_mail() hint: while the service sorts the mail it is in none of the
+  // places the hint looks.
+  for (;;) {
     uint64_t got = receive(true);
-    if (got == 0) break;  // a producer is mid-enqueue
+    if (got == 0) break;  // nothing, or a producer is mid-enqueue
     received += got;
   }
   return received;

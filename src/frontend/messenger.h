@@ -89,7 +89,8 @@ class Messenger {
   void post();
 
   // Could the inbox hold messages, or the service have sorted some?  Four
-  // loads.
+  // loads, and a hint: a sort in progress holds the mail in none of these
+  // places (a settle receives under the inbox instead).
   bool has_mail() const {
     return inbox_.maybe_nonempty() || whole_slabs_.load(std::memory_order_relaxed) != nullptr ||
            sorted_first_.load(std::memory_order_relaxed) != nullptr;
