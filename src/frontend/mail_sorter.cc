@@ -57,23 +57,23 @@ uint32_t slot_of(const ChunkMeta* m) {
 
 Sorter::Sorter(const void* owner) : owner_(owner) {}
 
-void Sorter::to_rest(QueueNode* node) {
-  node->next.store(nullptr, std::memory_order_relaxed);
+void Sorter::to_rest(QueueNode* first, QueueNode* last) {
+  last->next.store(nullptr, std::memory_order_relaxed);
   if (result_.rest_last == nullptr)
-    result_.rest_first = node;
+    result_.rest_first = first;
   else
-    result_.rest_last->next.store(node, std::memory_order_relaxed);
-  result_.rest_last = node;
+    result_.rest_last->next.store(first, std::memory_order_relaxed);
+  result_.rest_last = last;
 }
 
 void Sorter::add(QueueNode* node) {
   ChunkMeta* m = pagemap::lookup(node);
   // Another allocator's batch (sent here to be forwarded) goes back as it
   // came: the owner forwards it when it receives.
-  if (m->owner != owner_) return to_rest(node);
+  if (m->owner != owner_) return to_rest(node, node);
   if (!reserve_scratch()) {
     result_.overflowed = true;
-    return to_rest(node);
+    return to_rest(node, node);
   }
   uint32_t i = slot_of(m);
   while (g_table[i].slab != nullptr && g_table[i].slab != m) i = (i + 1) & (kSlots - 1);
@@ -82,7 +82,7 @@ void Sorter::add(QueueNode* node) {
     // A slab the full table has no room for waits for the next sort.
     if (used_ == kMaxUsed) {
       result_.overflowed = true;
-      return to_rest(node);
+      return to_rest(node, node);
     }
     g = Group{m, nullptr, node, 0, 0};
     g_used[used_++] = i;
@@ -112,12 +112,7 @@ Result Sorter::finish() {
     } else {
       // Objects still out (or, past the capacity, a double free the owner
       // meets as it would have): returned as they came.
-      g.last->next.store(nullptr, std::memory_order_relaxed);
-      if (result_.rest_last == nullptr)
-        result_.rest_first = g.first;
-      else
-        result_.rest_last->next.store(g.first, std::memory_order_relaxed);
-      result_.rest_last = g.last;
+      to_rest(g.first, g.last);
     }
   }
   if (used_ != 0) {

@@ -52,7 +52,8 @@ class Sorter {
   Result finish();
 
  private:
-  void to_rest(QueueNode* node);
+  // Appends the chain first..last (linked) to the batches returned.
+  void to_rest(QueueNode* first, QueueNode* last);
 
   const void* owner_;
   Result result_;

@@ -49,6 +49,17 @@ void free_remote(Allocator& by, const std::vector<void*>& objects) {
   }
 }
 
+// free_remote(), then `by` posts what it collected.
+void send_home(Allocator& by, const std::vector<void*>& objects) {
+  free_remote(by, objects);
+  by.settle();
+}
+
+// Frees `objects` into the slabs `owner` owns (the local fast path).
+void free_local(Allocator& owner, const std::vector<void*>& objects) {
+  for (void* p : objects) ASSERT_TRUE(owner.try_free_local(pagemap::lookup(p), p));
+}
+
 // Objects this allocator received for its own slabs (not forwarded).
 uint64_t delivered(const Allocator& a) {
   return a.message_counters().messages_received - a.message_counters().messages_forwarded;
@@ -94,7 +105,7 @@ TEST(Messenger, RemoteFreesWaitUntilPostedThenGoHomeAsOneBatchPerSlab) {
   size_t reused = 0;
   for (void* p : again) reused += before.count(p);
   EXPECT_EQ(reused, 100u);
-  for (void* p : again) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
+  free_local(*owner, again);
   settle_and_release({owner.get(), freer.get()});
 }
 
@@ -153,8 +164,7 @@ TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   std::vector<void*> kept(objects.end() - 10, objects.end());
   objects.resize(3 * kCapacity);
   for (size_t i = 0; i < kept.size(); i++) memset(kept[i], 0x40 + static_cast<int>(i), 64);
-  free_remote(*freer, objects);
-  freer->settle();  // posts
+  send_home(*freer, objects);
   ASSERT_TRUE(owner->has_mail());
 
   // The first look only notes the mail; the second sorts it.
@@ -187,8 +197,8 @@ TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   // And the owner allocates again, from slabs as good as new.
   std::vector<void*> again = alloc_n(*owner, 2 * kCapacity);
   for (void* p : again) memset(p, 0x5a, 64);
-  for (void* p : again) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
-  for (void* p : kept) ASSERT_TRUE(owner->try_free_local(pagemap::lookup(p), p));
+  free_local(*owner, again);
+  free_local(*owner, kept);
   settle_and_release({owner.get(), freer.get()});
   EXPECT_EQ(owner->slab_count(), 0u);
 }
@@ -202,19 +212,16 @@ TEST(Messenger, ASlabWhoseMailArrivesOverTwoSortsIsFoundWhole) {
   std::vector<void*> objects = alloc_n(*owner, kCapacity + 10);
   std::vector<void*> first(objects.begin(), objects.begin() + kCapacity / 2);
   std::vector<void*> second(objects.begin() + kCapacity / 2, objects.begin() + kCapacity);
-  free_remote(*freer, first);
-  freer->settle();
+  send_home(*freer, first);
   owner->look_for_neglected_mail();
   EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 0u);  // sorted, kept
   EXPECT_TRUE(owner->has_mail());
-  free_remote(*freer, second);
-  freer->settle();
+  send_home(*freer, second);
   EXPECT_TRUE(owner->look_for_neglected_mail().pending);
   EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 1u);
   EXPECT_EQ(owner->settle(), kCapacity);
   EXPECT_EQ(owner->slab_count(), 1u);  // the whole one went back to the chunk cache
-  for (size_t i = kCapacity; i < objects.size(); i++)
-    ASSERT_TRUE(owner->try_free_local(pagemap::lookup(objects[i]), objects[i]));
+  free_local(*owner, std::vector<void*>(objects.begin() + kCapacity, objects.end()));
   settle_and_release({owner.get(), freer.get()});
   EXPECT_EQ(owner->slab_count(), 0u);
 }
@@ -227,12 +234,10 @@ TEST(Messenger, AnInboxItsOwnerVisitsIsNotSorted) {
   std::vector<void*> objects = alloc_n(*owner, 2 * kCapacity);
   std::vector<void*> first(objects.begin(), objects.begin() + kCapacity);
   std::vector<void*> second(objects.begin() + kCapacity, objects.end());
-  free_remote(*freer, first);
-  freer->settle();
+  send_home(*freer, first);
   EXPECT_TRUE(owner->look_for_neglected_mail().pending);
   EXPECT_TRUE(owner->visit_inbox());  // the owner takes it in
-  free_remote(*freer, second);
-  freer->settle();
+  send_home(*freer, second);
   // The second slab's mail is new since the look, and the owner received
   // since: noted, not sorted.
   Messenger::Look look = owner->look_for_neglected_mail();
