@@ -22,6 +22,7 @@ struct roost_stats snapshot() {
 }  // namespace
 
 TEST(Slab, FreedObjectsAreReusedBeforeFreshMemory) {
+  SKIP_UNDER_OFFLOAD();  // which objects come back is the rings' under offload
   std::vector<void*> first;
   for (int i = 0; i < 1000; i++) first.push_back(roost_malloc(48));
   std::set<void*> addresses(first.begin(), first.end());
