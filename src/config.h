@@ -159,6 +159,52 @@ inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
 #endif
 inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at start-up
 
+// The secure build (libroost-secure, -DROOST_SECURE=1) turns on every
+// hardening mechanism below; each has a switch of its own, so that its cost
+// can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the build's
+// default).  The default build keeps only the checks that cost its fast
+// paths nothing (see the README's table of faults).
+#ifndef ROOST_SECURE
+#define ROOST_SECURE 0
+#endif
+inline constexpr bool kSecure = ROOST_SECURE != 0;
+// A freed small object carries a mark (a word derived from a per-process
+// secret and its address) that the next free of it finds: a double free,
+// local or remote, before or after the object sat in a BatchIt cache or a
+// message, is caught at the second free.  The mark is wiped when the
+// object is handed out again.
+#ifndef ROOST_SECURE_DOUBLE_FREE
+#define ROOST_SECURE_DOUBLE_FREE ROOST_SECURE
+#endif
+inline constexpr bool kDetectDoubleFree = ROOST_SECURE_DOUBLE_FREE != 0;
+// free_sized, free_aligned_sized and sized delete: the size given must be
+// one the object could have been allocated with.
+#ifndef ROOST_SECURE_SIZED_FREE
+#define ROOST_SECURE_SIZED_FREE ROOST_SECURE
+#endif
+inline constexpr bool kCheckSizedFree = ROOST_SECURE_SIZED_FREE != 0;
+// Every message an allocator receives is checked before it is spliced: it
+// lies in a slab, at an object start, its batch within that slab and no
+// bigger than the slab.
+#ifndef ROOST_SECURE_MESSAGES
+#define ROOST_SECURE_MESSAGES ROOST_SECURE
+#endif
+inline constexpr bool kCheckMessages = ROOST_SECURE_MESSAGES != 0;
+// Objects carved from a slab are linked in random order, and a slab's free
+// list is handed out with its most recently freed object moved back, so
+// that neither the next address nor `free(p); malloc(n) == p` can be relied
+// on.
+#ifndef ROOST_SECURE_SHUFFLE
+#define ROOST_SECURE_SHUFFLE ROOST_SECURE
+#endif
+inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
+// Large objects (in a region) are followed by an inaccessible guard page:
+// an overflow past the end faults at once.
+#ifndef ROOST_SECURE_GUARD_PAGES
+#define ROOST_SECURE_GUARD_PAGES ROOST_SECURE
+#endif
+inline constexpr bool kGuardPages = ROOST_SECURE_GUARD_PAGES != 0;
+
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.
 inline constexpr unsigned kWakeShift = 3;

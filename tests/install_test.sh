@@ -2,10 +2,11 @@
 # tests/install_test.sh BUILD_DIR WORK_DIR — roost as a user installs and
 # finds it.  Installs BUILD_DIR into a prefix, moves the prefix (nothing
 # installed may point back at the build), then:
-#   - pkg-config: builds tests/install/probe.c against roost and
-#     roost-prefixed and runs both;
+#   - pkg-config: builds tests/install/probe.c against roost,
+#     roost-prefixed and roost-secure and runs each;
 #   - find_package(roost): builds tests/install/ (roost::roost,
-#     roost::prefixed, roost::shared) and runs each probe;
+#     roost::prefixed, roost::shared, roost::secure, roost::secure_shared)
+#     and runs each probe;
 #   - roost-run: --version, --help listing every option of src/options.def,
 #     and python3 under --stats=json with the JSON parsed.
 # Each probe exits 0 only if roost's counters moved by what it allocated.
@@ -46,13 +47,16 @@ LD_LIBRARY_PATH=$libdir "$work/probe_pc"
 $cc -DPROBE_PREFIXED -o "$work/probe_pc_prefixed" "$src/tests/install/probe.c" \
   $(pkg-config --cflags --libs roost-prefixed)
 "$work/probe_pc_prefixed"
+# shellcheck disable=SC2046
+$cc -o "$work/probe_pc_secure" "$src/tests/install/probe.c" $(pkg-config --cflags --libs roost-secure)
+LD_LIBRARY_PATH=$libdir "$work/probe_pc_secure"
 [ "$(pkg-config --modversion roost)" = "$("$prefix/bin/roost-run" --version | awk '{print $2}')" ]
 
 step "find_package"
 cmake -S "$src/tests/install" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null
-for p in probe_roost probe_prefixed probe_shared; do "$work/consumer/$p"; done
+for p in probe_roost probe_prefixed probe_shared probe_secure probe_secure_shared; do "$work/consumer/$p"; done
 
 step "roost-run"
 run=$prefix/bin/roost-run

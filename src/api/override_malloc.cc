@@ -36,9 +36,11 @@ ROOST_EXPORT void* memalign(size_t align, size_t size) { return api::memalign(al
 ROOST_EXPORT void* valloc(size_t size) { return api::valloc(size); }
 ROOST_EXPORT void* pvalloc(size_t size) { return api::pvalloc(size); }
 ROOST_EXPORT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
-ROOST_EXPORT void free_sized(void* p, size_t) { heap::dealloc(p, "free_sized"); }
-ROOST_EXPORT void free_aligned_sized(void* p, size_t, size_t) {
-  heap::dealloc(p, "free_aligned_sized");
+ROOST_EXPORT void free_sized(void* p, size_t size) {
+  heap::dealloc_sized(p, size, 0, "free_sized");
+}
+ROOST_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
+  heap::dealloc_sized(p, size, align, "free_aligned_sized");
 }
 ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }
 // glibc's legacy name for free, still called by some programs.

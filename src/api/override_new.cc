@@ -46,6 +46,9 @@ ROOST_INLINE void* new_impl(size_t size) {
 }
 
 ROOST_INLINE void delete_impl(void* p) { heap::dealloc(p, "operator delete"); }
+ROOST_INLINE void delete_sized(void* p, size_t size, size_t align = 0) {
+  heap::dealloc_sized(p, size, align, "operator delete");
+}
 
 ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
   void* p = heap::alloc_aligned(static_cast<size_t>(align), size);
@@ -68,17 +71,19 @@ ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
 
 ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p, size_t) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p, size_t size) noexcept {
+  delete_sized(p, size);
+}
+ROOST_NEW_EXPORT void operator delete[](void* p, size_t size) noexcept { delete_sized(p, size); }
 ROOST_NEW_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t) noexcept { delete_impl(p); }
 ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
-  delete_impl(p);
+ROOST_NEW_EXPORT void operator delete(void* p, size_t size, std::align_val_t a) noexcept {
+  delete_sized(p, size, static_cast<size_t>(a));
 }
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  delete_impl(p);
+ROOST_NEW_EXPORT void operator delete[](void* p, size_t size, std::align_val_t a) noexcept {
+  delete_sized(p, size, static_cast<size_t>(a));
 }
 ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   delete_impl(p);

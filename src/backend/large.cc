@@ -17,7 +17,13 @@ namespace roost::large {
 
 namespace {
 
-SpinLock g_lock;                         // guards the huge-record free list
+SpinLock g_lock;  // guards the huge-record free list
+constexpr ChunkMeta make_freed_record() {
+  ChunkMeta m{};
+  m.kind = ChunkKind::kFreedLarge;
+  return m;
+}
+constinit ChunkMeta g_freed_record = make_freed_record();
 ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
 
 // Any thread allocates and frees large objects.
@@ -57,7 +63,8 @@ void note_dirty(ChunkMeta* m, size_t usable) {
 }
 
 void* alloc_huge(size_t usable, size_t align) {
-  void* p = address_space::reserve_huge(usable, align < config::kGranule ? config::kGranule : align);
+  void* p =
+      address_space::reserve_huge(usable, align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
   ChunkMeta* m;
   {
@@ -111,8 +118,10 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   return reinterpret_cast<void*>(m->base);
 }
 
+const ChunkMeta* freed_record() { return &g_freed_record; }
+
 void free(ChunkMeta* m) {
-  pagemap::set_range(m->base, 1, nullptr);
+  pagemap::set_range(m->base, 1, &g_freed_record);
   size_t usable = m->large_size;
   account(-static_cast<ptrdiff_t>(usable), 0, 1);
   if (m->kind == ChunkKind::kHuge) {

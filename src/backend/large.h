@@ -24,6 +24,11 @@ void free(ChunkMeta* m);
 
 inline size_t usable(const ChunkMeta* m) { return m->large_size; }
 
+// The record a freed object's first granule maps to until the granule is
+// used again (kind kFreedLarge; no owner): a free there is a double free,
+// or a pointer into memory that once held a large object.
+const ChunkMeta* freed_record();
+
 // Grows or shrinks the object in place when its chunk allows; true if done.
 bool resize_in_place(ChunkMeta* m, size_t new_size);
 

@@ -2,7 +2,7 @@
 //
 // Owns: the link stored in a free object's first word and the list
 // operations on it.  Must never: know which slab or allocator a list belongs
-// to.  (The hardened build's encoded links will live here.)
+// to.
 #pragma once
 
 #include "ds/bits.h"
@@ -35,6 +35,39 @@ inline FreeObject* build(uintptr_t first, size_t stride, size_t count, FreeObjec
   FreeObject* head = tail_next;
   for (size_t i = count; i > 0; i--) {
     auto* o = reinterpret_cast<FreeObject*>(first + (i - 1) * stride);
+    o->next = head;
+    head = o;
+  }
+  return head;
+}
+
+// The most objects one build_shuffled() links (a carve's: at most a page of
+// the smallest objects).
+inline constexpr size_t kMaxShuffled = 256;
+
+// build() in an order drawn at random (the secure build's carves), from a
+// per-thread generator seeded with `seed` the first time.
+inline FreeObject* build_shuffled(uintptr_t first, size_t stride, size_t count,
+                                  FreeObject* tail_next, uint64_t seed) {
+  static thread_local uint64_t state = 0;
+  if (state == 0) state = seed | 1;
+  uint16_t order[kMaxShuffled];
+  if (count > kMaxShuffled) return build(first, stride, count, tail_next);
+  for (size_t i = 0; i < count; i++) order[i] = static_cast<uint16_t>(i);
+  for (size_t i = count; i > 1; i--) {
+    // xorshift64*; the high bits pick the place (a multiply, no division).
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    uint64_t r = state * 0x2545f4914f6cdd1dull;
+    size_t j = static_cast<size_t>((static_cast<unsigned __int128>(r) * i) >> 64);
+    uint16_t t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+  FreeObject* head = tail_next;
+  for (size_t i = 0; i < count; i++) {
+    auto* o = reinterpret_cast<FreeObject*>(first + order[i] * stride);
     o->next = head;
     head = o;
   }

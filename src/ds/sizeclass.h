@@ -111,6 +111,21 @@ ROOST_INLINE constexpr unsigned from_size(size_t size) {
   return from_size_clz(size);
 }
 
+// The class of an object of `size` bytes aligned to `align` (a power of
+// two): objects sit at multiples of the class size from a slab base aligned
+// to the slab size, so the first class from size rounded up to `align`
+// whose size is a multiple of `align` (within four classes a power of two
+// comes).  kCount when no class serves it.
+constexpr unsigned for_aligned(size_t size, size_t align) {
+  if (align <= config::kMinAlloc) return size <= config::kMaxSmall ? from_size(size) : kCount;
+  if (size > config::kMaxSmall || align > config::kMaxSmall) return kCount;
+  size_t s = bits::align_up(size == 0 ? 1 : size, align);
+  if (s > config::kMaxSmall) return kCount;
+  unsigned sc = from_size(s);
+  while (sc < kCount && (kInfo.info[sc].size & (align - 1)) != 0) sc++;
+  return sc;
+}
+
 constexpr size_t slab_size(unsigned sc) { return size_t{1} << kInfo.info[sc].slab_bits; }
 
 }  // namespace roost::sizeclass

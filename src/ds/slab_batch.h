@@ -9,6 +9,11 @@
 // constant time, whatever its size (BatchIt, ISMM'24 §3.2).  A single
 // object is a batch of one whose head is its tail.
 //
+// In the secure build (config::kDetectDoubleFree) the second word of every
+// freed object holds its free mark (ds/free_mark.h), so the batch word moves
+// to the tail's last word; a 16-byte object has no word to spare and always
+// travels alone (its callers never batch it), tagged beside its mark.
+//
 // Owns: the layout of a message and the batch word's encoding.  Must never:
 // know which slab or allocator a batch belongs to, or read the objects
 // between head and tail.
@@ -16,7 +21,9 @@
 
 #include <cstdint>
 
+#include "config.h"
 #include "ds/bits.h"
+#include "ds/free_mark.h"
 #include "ds/freelist.h"
 #include "ds/mpsc_queue.h"
 
@@ -40,21 +47,39 @@ struct Batch {
   uint32_t count;
 };
 
-// Writes the batch word into the tail; returns the message to enqueue.
-ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count) {
-  auto* msg = reinterpret_cast<BatchMessage*>(tail);
-  int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
-  msg->batch = static_cast<uint64_t>(offset) << 32 | count;
-  return &msg->link;
+// Can objects of `obj_size` bytes travel in batches of more than one?
+ROOST_INLINE bool batches_allowed(uint32_t obj_size) {
+  return !config::kDetectDoubleFree || obj_size > 2 * sizeof(uint64_t);
 }
 
-// Reads a received message back into its batch.
-ROOST_INLINE Batch open(QueueNode* node) {
-  auto* msg = reinterpret_cast<BatchMessage*>(node);
-  int64_t offset = static_cast<int64_t>(msg->batch) >> 32;
+// Where a tail of `obj_size` bytes keeps its batch word.
+ROOST_INLINE uint64_t* batch_word(FreeObject* tail, uint32_t obj_size) {
+  if (!config::kDetectDoubleFree) return &reinterpret_cast<BatchMessage*>(tail)->batch;
+  return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(tail) + obj_size) - 1;
+}
+
+// Writes the batch word into the tail (objects of `obj_size` bytes);
+// returns the message to enqueue.
+ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count,
+                             uint32_t obj_size) {
+  if (!batches_allowed(obj_size)) {
+    *free_mark::word(tail) = free_mark::mark(tail) ^ free_mark::kAloneTag;
+  } else {
+    int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
+    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | count;
+  }
+  return &reinterpret_cast<BatchMessage*>(tail)->link;
+}
+
+// Reads a received message (objects of `obj_size` bytes) back into its
+// batch.
+ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
   auto* tail = reinterpret_cast<FreeObject*>(node);
+  if (!batches_allowed(obj_size)) return Batch{tail, tail, 1};
+  uint64_t word = *batch_word(tail, obj_size);
+  int64_t offset = static_cast<int64_t>(word) >> 32;
   auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
-  return Batch{head, tail, static_cast<uint32_t>(msg->batch & kCountMask)};
+  return Batch{head, tail, static_cast<uint32_t>(word & kCountMask)};
 }
 
 // Links the batch's tail to `rest` and returns its head: the batch spliced

@@ -26,6 +26,7 @@
 #include "ds/counter.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "frontend/checks.h"
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
@@ -70,9 +71,14 @@ class Allocator {
     if (ROOST_LIKELY(p != nullptr)) {
       fast_[sc] = p->next;
       count_event(counters_.allocs[sc]);
+      if constexpr (config::kDetectDoubleFree) checks::note_handed_out(p);
       return p;
     }
-    return refill_at(&fast_[sc], this);
+    void* q = refill_at(&fast_[sc], this);
+    if constexpr (config::kDetectDoubleFree) {
+      if (q != nullptr) checks::note_handed_out(q);
+    }
+    return q;
   }
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.

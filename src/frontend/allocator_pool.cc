@@ -150,6 +150,8 @@ bool global_init() {
     LockGuard guard(g_init_lock);
     if (!g_ready.load(std::memory_order_relaxed)) {
       options::load();
+      // Before any object is handed out (ds/free_mark.h).
+      free_mark::set_secret(os::entropy());
       if (os::page_size() != config::kPageSize) return false;
       if (!pagemap::init()) {
         address_space::report_cannot_start("the page map", pagemap::wanted_bytes());

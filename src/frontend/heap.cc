@@ -21,6 +21,18 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
   err::fatal(where, fault, p);
 }
 
+// What a pointer whose lookup found no live object is: a freed large
+// object's start (its first granule still maps to large::freed_record()),
+// or not roost's.
+const char* not_live(const void* p, const ChunkMeta* m) {
+  if (m == large::freed_record() &&
+      bits::align_down(reinterpret_cast<uintptr_t>(p), config::kGranule) ==
+          reinterpret_cast<uintptr_t>(p))
+    return checks::kDoubleFree;
+  if (m == large::freed_record()) return "invalid pointer (inside a freed object)";
+  return "invalid pointer (not allocated by roost)";
+}
+
 }  // namespace
 
 uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
@@ -77,7 +89,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       service::at_safe_point();
       return;
     default:
-      invalid(where, "invalid pointer (not allocated by roost)", p);
+      invalid(where, not_live(p, m), p);
   }
 }
 
@@ -112,17 +124,8 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
 
 void* alloc_aligned(size_t align, size_t size) {
   if (align <= config::kMinAlloc) return alloc(size);
-  if (size <= config::kMaxSmall && align <= config::kMaxSmall) {
-    size_t s = bits::align_up(size == 0 ? 1 : size, align);
-    if (s <= config::kMaxSmall) {
-      // Objects sit at multiples of the class size from a slab base aligned
-      // to the slab size, so a class whose size is a multiple of `align`
-      // gives aligned objects.  Within four classes a power of two comes.
-      unsigned sc = sizeclass::from_size(s);
-      while (sc < sizeclass::kCount && (sizeclass::kInfo.info[sc].size & (align - 1)) != 0) sc++;
-      if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
-    }
-  }
+  unsigned sc = sizeclass::for_aligned(size, align);
+  if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
   return alloc_large(size, align, false);
 }
 
@@ -142,6 +145,10 @@ size_t usable_size(const void* p, const char* where) {
   if (m->kind == ChunkKind::kSlab) {
     if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
     return m->obj_size;
+  }
+  if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) {
+    const char* what = not_live(p, m);
+    invalid(where, what == checks::kDoubleFree ? "invalid pointer (a freed object)" : what, p);
   }
   if (reinterpret_cast<uintptr_t>(p) != m->base)
     invalid(where, "invalid pointer (interior of an object)", p);

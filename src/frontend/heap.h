@@ -8,6 +8,7 @@
 
 #include "backend/pagemap.h"
 #include "frontend/allocator_pool.h"
+#include "frontend/checks.h"
 
 namespace roost::heap {
 
@@ -33,11 +34,30 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup_aligned(p);
   Allocator* a = pool::current();
   if (ROOST_LIKELY(m != nullptr)) {
+    if constexpr (config::kDetectDoubleFree) {
+      // Only an exact object start of a slab carries a mark; the slow path
+      // names whatever else this is.
+      if (ROOST_UNLIKELY(m->kind != ChunkKind::kSlab || !slab::is_object_start(m, p))) {
+        dealloc_slow(p, m, a, where);
+        return;
+      }
+      checks::note_small_free(m, p, where);
+    }
     if (ROOST_LIKELY(a->try_free_local(m, p))) return;
     dealloc_slow(p, m, a, where);
     return;
   }
   dealloc_unmapped(p, a, where);
+}
+
+// free_sized, free_aligned_sized, sized delete: `size` and `align` (0 when
+// none was given) are what the caller says it allocated `p` with, checked
+// by the secure build.
+ROOST_INLINE void dealloc_sized(void* p, size_t size, size_t align, const char* where) {
+  if constexpr (config::kCheckSizedFree) {
+    if (p != nullptr) checks::sized_free(p, size, align, where);
+  }
+  dealloc(p, where);
 }
 
 // `align` is a power of two; any size.  nullptr + ENOMEM on failure.

@@ -89,7 +89,7 @@ void Sorter::add(QueueNode* node) {
   }
   node->next.store(g.first, std::memory_order_relaxed);
   g.first = node;
-  g.objects += slab_batch::open(node).count;
+  g.objects += slab_batch::open(node, m->obj_size).count;
   g.batches++;
 }
 

@@ -37,6 +37,7 @@
 #include "ds/mpsc_queue.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "frontend/checks.h"
 #include "frontend/mail_sorter.h"
 #include "frontend/outbox.h"
 #include "frontend/remote_cache.h"
@@ -79,7 +80,8 @@ class Messenger {
   // receives.
   ROOST_INLINE bool send_to_last_slab(ChunkMeta* m, void* p) {
     counters_.remote_frees++;
-    return config::kBatchIt && remote_cache_.add_to_last(m, p);
+    return config::kBatchIt && slab_batch::batches_allowed(m->obj_size) &&
+           remote_cache_.add_to_last(m, p);
   }
   ROOST_INLINE bool charge(uint32_t bytes) { return outbox_.charge(bytes); }
   inline bool send_other(ChunkMeta* m, void* p);
@@ -159,7 +161,7 @@ class Messenger {
   }
   // Seals a batch of objects of slab `m` and files it for the slab's owner.
   void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
-    file(owner_of(m), slab_batch::seal(head, tail, count), 0);
+    file(owner_of(m), slab_batch::seal(head, tail, count, m->obj_size), 0);
     bump_counter(counters_.slab_batches_sent);
   }
   // Enqueues first..last in dest's inbox, and calls the mail hook when
@@ -217,7 +219,7 @@ bool Messenger::send_other(ChunkMeta* m, void* p) {
   // with BatchIt off: the cache stays empty).
   auto* o = static_cast<FreeObject*>(p);
   RemoteCache::Entry evicted;
-  if (!config::kBatchIt || !batchit_) {
+  if (!config::kBatchIt || !batchit_ || !slab_batch::batches_allowed(m->obj_size)) {
     file_batch(m, o, o, 1);
   } else if (remote_cache_.add_past_last(m, p, &evicted)) {
     file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
@@ -246,9 +248,11 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
     QueueNode* node = next_batch();
     if (node == nullptr) break;
     batches++;
-    slab_batch::Batch b = slab_batch::open(node);
-    objects += b.count;
     ChunkMeta* m = pagemap::lookup(node);
+    if constexpr (config::kCheckMessages) checks::message(m, node);
+    slab_batch::Batch b = slab_batch::open(node, m->obj_size);
+    if constexpr (config::kCheckMessages) checks::batch(m, b);
+    objects += b.count;
     if (m->owner == mine) {
       deliver(m, b);
     } else {

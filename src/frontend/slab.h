@@ -19,6 +19,7 @@
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "frontend/checks.h"
 
 namespace roost::slab {
 
@@ -62,8 +63,18 @@ void start(ChunkMeta* m, unsigned sc, const void* owner);
 
 // Hands out every free object of `m` (returns the list): every carved
 // object is then out, and the slab sleeps until wake_count() come back.
+// The list's head is checked for the double free it can show without a
+// scan; the secure build moves it (the most recently freed object) back
+// one place.
 inline FreeObject* take_free(ChunkMeta* m) {
   FreeObject* list = m->free_head;
+  checks::free_list_head(m, list);
+  if (config::kShuffle && list != nullptr && list->next != nullptr) {
+    FreeObject* second = list->next;
+    list->next = second->next;
+    second->next = list;
+    list = second;
+  }
   m->free_head = nullptr;
   m->state = SlabState::kSleeping;
   m->needed = static_cast<int32_t>(wake_count(m));
@@ -92,7 +103,10 @@ inline bool fully_carved(const ChunkMeta* m) {
 inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
   uint32_t count = carve_count(m);
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * m->obj_size;
-  list = freelist::build(first, m->obj_size, count, list);
+  if constexpr (config::kShuffle)
+    list = freelist::build_shuffled(first, m->obj_size, count, list, free_mark::g_secret ^ first);
+  else
+    list = freelist::build(first, m->obj_size, count, list);
   // Only a sleeping slab is carved, and its wake count may grow with the
   // objects out: `needed` grows by as much.
   uint32_t before = wake_count(m);

@@ -115,4 +115,12 @@ void fatal(const char* where, const char* fault, const void* addr) {
   abort();
 }
 
+void fatal_object(const char* where, const char* fault, const void* addr, size_t size) {
+  Line line;
+  line.str("roost: ").str(where).str(": ").str(fault).str(" ");
+  line.hex(reinterpret_cast<uintptr_t>(addr)).str(" (size class ").dec(size).str(" bytes)\n");
+  line.emit();
+  abort();
+}
+
 }  // namespace roost::err

@@ -13,6 +13,10 @@ namespace roost::err {
 // Writes "roost: <where>: <fault> 0x<addr>\n" to stderr, then abort().
 [[noreturn]] __attribute__((cold, noinline)) void fatal(const char* where, const char* fault,
                                                         const void* addr);
+// The same for a fault about one object: "roost: <where>: <fault> 0x<addr>
+// (size class <size> bytes)\n", then abort().
+[[noreturn]] __attribute__((cold, noinline)) void fatal_object(const char* where, const char* fault,
+                                                               const void* addr, size_t size);
 
 // Writes a NUL-terminated string to stderr.
 void write_str(const char* s);

@@ -39,9 +39,10 @@ void expect_round_trip(const Slab& slab, size_t obj_size, const std::vector<size
     slab.object(order[i], obj_size)->next = slab.object(order[i + 1], obj_size);
   FreeObject* head = slab.object(order.front(), obj_size);
   FreeObject* tail = slab.object(order.back(), obj_size);
-  QueueNode* msg = slab_batch::seal(head, tail, static_cast<uint32_t>(order.size()));
+  auto size = static_cast<uint32_t>(obj_size);
+  QueueNode* msg = slab_batch::seal(head, tail, static_cast<uint32_t>(order.size()), size);
   EXPECT_EQ(reinterpret_cast<void*>(msg), reinterpret_cast<void*>(tail));
-  slab_batch::Batch b = slab_batch::open(msg);
+  slab_batch::Batch b = slab_batch::open(msg, size);
   EXPECT_EQ(b.head, head);
   EXPECT_EQ(b.tail, tail);
   EXPECT_EQ(b.count, order.size());

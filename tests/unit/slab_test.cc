@@ -157,7 +157,8 @@ TEST(Slab, ABatchIsSplicedWholeAndItsSurplusCountsWhenTheSlabWakes) {
     static_cast<FreeObject*>(objects[i])->next = static_cast<FreeObject*>(objects[i + 1]);
   auto* head = static_cast<FreeObject*>(objects[1]);
   auto* tail = static_cast<FreeObject*>(objects[n]);
-  slab_batch::Batch b = slab_batch::open(slab_batch::seal(head, tail, n));
+  slab_batch::Batch b =
+      slab_batch::open(slab_batch::seal(head, tail, n, s.m->obj_size), s.m->obj_size);
   EXPECT_TRUE(slab::return_batch(s.m, b));
   EXPECT_EQ(slab::wake(s.m), objects.size() - 1 - n);
   // The batch, then the object freed alone, on the free list.

@@ -1,0 +1,57 @@
+// frontend/checks.cc — the checks of frontend/checks.h that are not inline.
+#include "frontend/checks.h"
+
+#include "backend/large.h"
+#include "backend/pagemap.h"
+#include "frontend/slab.h"
+#include "platform/error.h"
+
+namespace roost::checks {
+
+void fault(const char* where, const char* what, const void* p, size_t size) {
+  err::fatal_object(where, what, p, size);
+}
+
+namespace {
+
+constexpr const char* kReceiving = "receiving a message";
+
+bool in_slab(const ChunkMeta* m, const void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return a >= m->base && a - m->base < sizeclass::slab_size(m->sizeclass) &&
+         slab::is_object_start(m, p);
+}
+
+}  // namespace
+
+void message(const ChunkMeta* m, const void* node) {
+  if (m == nullptr) fault(kReceiving, kCorruptedMessage, node, 0);
+  if (m->kind != ChunkKind::kSlab || !in_slab(m, node))
+    fault(kReceiving, kCorruptedMessage, node, m->kind == ChunkKind::kSlab ? m->obj_size : 0);
+}
+
+void batch(const ChunkMeta* m, const slab_batch::Batch& b) {
+  uint32_t capacity = sizeclass::kInfo.info[m->sizeclass].capacity;
+  if (b.count == 0 || b.count > capacity || !in_slab(m, b.head))
+    fault(kReceiving, kCorruptedMessage, b.tail, m->obj_size);
+}
+
+void sized_free(const void* p, size_t size, size_t align, const char* where) {
+  // Pointers that are not object starts are left to the free, which names
+  // what they are.
+  ChunkMeta* m = pagemap::lookup(p);
+  if (m == nullptr) return;
+  if (m->kind == ChunkKind::kSlab) {
+    if (!slab::is_object_start(m, p)) return;
+    if (sizeclass::for_aligned(size, align) != m->sizeclass)
+      fault(where, kSizeMismatch, p, m->obj_size);
+    return;
+  }
+  if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
+      reinterpret_cast<uintptr_t>(p) != m->base)
+    return;
+  if (bits::align_up(size, config::kPageSize) != large::usable(m))
+    fault(where, kSizeMismatch, p, large::usable(m));
+}
+
+}  // namespace roost::checks

@@ -1,0 +1,332 @@
+// The misuse catalog: heap bugs as a program makes them, each in a forked
+// child, against the build under test (ROOSTTEST_BUILD=default or secure;
+// the linked binaries set it at compile time).  Each case states which
+// builds must catch it; a build that must catch it has to stop the child
+// with SIGABRT after one line on stderr, "roost: <where>: <fault> 0x<addr>
+// ...", naming the fault the case expects and the address it is about.  A
+// case the build under test is not meant to catch is skipped, saying so
+// (the README's table of faults lists the same cases).
+//
+// Also here: the secure build's reuse order (no address handed out again at
+// once, new slabs in random order), which are not faults.
+#include <alloca.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support.h"
+
+extern "C" void free_sized(void*, size_t) __attribute__((weak));
+extern "C" void free_aligned_sized(void*, size_t, size_t) __attribute__((weak));
+
+using namespace roost_test;
+
+namespace {
+
+#ifndef ROOSTTEST_BUILD
+#define ROOSTTEST_BUILD ""
+#endif
+
+// "default", "secure", or "" (not roost: every case is skipped).
+std::string build_under_test() {
+  const char* e = getenv("ROOSTTEST_BUILD");
+  return e != nullptr ? e : ROOSTTEST_BUILD;
+}
+
+bool is_secure() { return build_under_test() == "secure"; }
+
+// Which builds catch a case.
+enum class Caught { kBoth, kSecure };
+
+// Through volatile pointers: the compiler neither warns about nor reasons
+// about the misuse.
+void (*volatile g_free)(void*) = free;
+void* (*volatile g_malloc)(size_t) = malloc;
+
+char g_global[4096] __attribute__((aligned(64)));
+
+std::string hex(const void* p) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(p));
+  return buf;
+}
+
+// Runs `misuse` in a child and checks that the build under test stops it
+// as `caught` says, with `fault` (a regular expression) naming `addr`.
+void expect_caught(Caught caught, const std::string& fault, const void* addr,
+                   const std::function<void()>& misuse) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure";
+  if (!roost_active()) FAIL() << "roost is not serving this process";
+  if (caught == Caught::kSecure && build == "default")
+    GTEST_SKIP() << "the default build is not meant to catch this (libroost-secure is)";
+  ChildResult r = run_in_child(misuse, 30);
+  ASSERT_FALSE(r.exited) << "not caught: " << r.describe();
+  EXPECT_EQ(r.signal, SIGABRT) << r.describe();
+  std::regex line("roost: [^\n]*: " + fault + " " + hex(addr) + "( [^\n]*)?\n");
+  EXPECT_TRUE(std::regex_match(r.err, line))
+      << "wanted one line \"roost: <where>: " << fault << " " << hex(addr) << "\", got:\n"
+      << r.err;
+}
+
+// An object freed on another thread, joined before returning.
+void free_on_another_thread(void* p) {
+  std::thread([p] { g_free(p); }).join();
+}
+
+}  // namespace
+
+// ---- double free -------------------------------------------------------
+
+// A new user's first try: glibc says "double free detected" here; the
+// default build catches it when the slab's free list is next handed out.
+TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
+  void* p = g_malloc(48);
+  expect_caught(Caught::kBoth, "double free", p, [p] {
+    g_free(p);
+    g_free(p);
+    for (int i = 0; i < 5000; i++) {
+      void* q = g_malloc(48);
+      memset(q, 0x5a, 48);
+    }
+  });
+}
+
+TEST(DoubleFree, AfterOtherAllocations) {
+  void* p = g_malloc(64);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    g_free(p);
+    for (int i = 0; i < 100; i++) escape(g_malloc(200));
+    g_free(p);
+  });
+}
+
+TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
+  void* p = g_malloc(64);
+  void* q = g_malloc(64);
+  expect_caught(Caught::kSecure, "double free", p, [p, q] {
+    g_free(p);
+    g_free(q);
+    g_free(p);
+  });
+}
+
+TEST(DoubleFree, AfterTheAddressWasReused) {
+  void* p = g_malloc(48);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    g_free(p);
+    void* again = nullptr;
+    for (int i = 0; i < 100000 && again != p; i++) again = g_malloc(48);
+    child_check(again == p, "the address never came back");
+    g_free(again);  // the reused object's own free
+    g_free(p);      // the stale pointer's
+  });
+}
+
+TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
+  void* p = g_malloc(48);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    free_on_another_thread(p);
+    free_on_another_thread(p);
+  });
+}
+
+TEST(DoubleFree, RemoteThenByTheOwner) {
+  void* p = g_malloc(96);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    free_on_another_thread(p);
+    for (int i = 0; i < 1000; i++) g_free(g_malloc(96));  // the owner takes its mail
+    g_free(p);
+  });
+}
+
+// The second free while the first sits in the freeing thread's BatchIt
+// cache, beside another object of the slab.
+TEST(DoubleFree, WhileInABatchItCache) {
+  void* p = g_malloc(80);
+  void* q = g_malloc(80);
+  expect_caught(Caught::kSecure, "double free", p, [p, q] {
+    std::thread([p, q] {
+      g_free(p);
+      g_free(q);
+      g_free(p);
+    }).join();
+  });
+}
+
+// 16-byte objects travel home alone (no room for a batch word beside the
+// mark): caught while the message is in flight.
+TEST(DoubleFree, SixteenByteObjectSentHome) {
+  void* p = g_malloc(16);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    free_on_another_thread(p);  // the thread's exit posts it
+    g_free(p);
+  });
+}
+
+TEST(DoubleFree, LargeObject) {
+  void* p = g_malloc(1 << 20);
+  expect_caught(Caught::kBoth, "double free", p, [p] {
+    g_free(p);
+    g_free(p);
+  });
+}
+
+TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
+  void* p = g_malloc(300000);
+  expect_caught(Caught::kBoth, "double free", p, [p] {
+    g_free(p);
+    for (int i = 0; i < 8; i++) escape(g_malloc(700000));
+    g_free(p);
+  });
+}
+
+TEST(DoubleFree, HugeObject) {
+  void* p = g_malloc(size_t{3} << 29);  // 1.5 GiB: mapped alone
+  ASSERT_NE(p, nullptr);
+  expect_caught(Caught::kBoth, "double free", p, [p] {
+    g_free(p);
+    g_free(p);
+  });
+  free(p);
+}
+
+// ---- invalid free --------------------------------------------------------
+
+TEST(InvalidFree, StackAddress) {
+  alignas(64) char on_stack[256];
+  memset(on_stack, 1, sizeof(on_stack));
+  void* p = on_stack + 64;
+  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+                [p] { g_free(p); });
+}
+
+TEST(InvalidFree, GlobalAddress) {
+  void* p = g_global + 256;
+  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+                [p] { g_free(p); });
+}
+
+TEST(InvalidFree, AllocaAddress) {
+  // The child runs inside this frame: the alloca'd bytes are there.
+  void* p = alloca(128);
+  memset(p, 1, 128);
+  escape(p);
+  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+                [p] { g_free(p); });
+}
+
+TEST(InvalidFree, NearButOutsideALargeObject) {
+  // 75 pages at the start of a 512 KiB chunk: past them, still in the chunk.
+  char* p = static_cast<char*>(g_malloc(300000));
+  void* past = p + 310000 - 310000 % 16;
+  expect_caught(Caught::kBoth, "invalid pointer \\([a-z ]*\\)", past, [past] { g_free(past); });
+}
+
+TEST(InvalidFree, FarOutsideTheHeap) {
+  void* p = reinterpret_cast<void*>(uintptr_t{0x10000});
+  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+                [p] { g_free(p); });
+}
+
+TEST(InvalidFree, Unaligned) {
+  char* p = static_cast<char*>(g_malloc(64));
+  void* q = p + 1;
+  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", q,
+                [q] { g_free(q); });
+}
+
+// The default build's free fast path checks alignment, not the exact
+// object start (a multiply chain); every other path checks both.
+TEST(InvalidFree, InteriorAligned) {
+  char* p = static_cast<char*>(g_malloc(64));
+  void* q = p + 16;
+  expect_caught(Caught::kSecure, "invalid pointer \\(interior of an object\\)", q,
+                [q] { g_free(q); });
+}
+
+// ---- wrong sizes -----------------------------------------------------------
+
+TEST(SizeMismatch, SizedDeleteWithTheWrongSize) {
+  void* p = ::operator new(48);
+  expect_caught(Caught::kSecure, "size mismatch", p, [p] { ::operator delete(p, 4096); });
+  ::operator delete(p, 48);
+}
+
+TEST(SizeMismatch, FreeSizedWithTheWrongSize) {
+  ASSERT_NE(free_sized, nullptr);
+  void* p = g_malloc(100);
+  expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_sized(p, 1000); });
+}
+
+TEST(SizeMismatch, FreeSizedOfALargeObjectWithTheWrongSize) {
+  ASSERT_NE(free_sized, nullptr);
+  void* p = g_malloc(1 << 20);
+  expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_sized(p, 100); });
+}
+
+TEST(SizeMismatch, FreeAlignedSizedWithTheWrongAlignment) {
+  ASSERT_NE(free_aligned_sized, nullptr);
+  void* p = aligned_alloc(256, 256);
+  expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_aligned_sized(p, 16, 4096); });
+}
+
+// The right sizes pass, whatever the build.
+TEST(SizeMismatch, RightSizesAreAccepted) {
+  if (build_under_test().empty()) GTEST_SKIP() << "ROOSTTEST_BUILD is not set";
+  ASSERT_NE(free_sized, nullptr);
+  ASSERT_NE(free_aligned_sized, nullptr);
+  for (size_t size : {size_t{0}, size_t{1}, size_t{16}, size_t{48}, size_t{100}, size_t{1000},
+                      size_t{5000}, size_t{300000}, size_t{1} << 20}) {
+    free_sized(g_malloc(size), size);
+    ::operator delete(::operator new(size), size);
+    ::operator delete[](::operator new[](size), size);
+    for (size_t align : {size_t{16}, size_t{64}, size_t{4096}, size_t{1} << 20}) {
+      free_aligned_sized(aligned_alloc(align, size), align, size);
+      ::operator delete(::operator new(size, std::align_val_t(align)), size,
+                        std::align_val_t(align));
+    }
+    void* r = realloc(g_malloc(size), size + 10);
+    free_sized(r, size + 10);
+  }
+}
+
+// ---- the secure build's reuse order -----------------------------------------
+
+TEST(SecureReuse, FreeThenMallocDoesNotReturnTheSameObject) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  for (size_t size : {16, 48, 256, 4096}) {
+    int same = 0;
+    for (int i = 0; i < 1000; i++) {
+      void* p = g_malloc(size);
+      g_free(p);
+      void* q = g_malloc(size);
+      same += q == p;
+      g_free(q);
+    }
+    EXPECT_EQ(same, 0) << size << "-byte objects";
+  }
+}
+
+TEST(SecureReuse, NewSlabsHandOutObjectsOutOfOrder) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  // Fresh objects of an odd class: in the default build each follows the
+  // last by the class size.
+  std::vector<char*> objects;
+  for (int i = 0; i < 200; i++) objects.push_back(static_cast<char*>(g_malloc(176)));
+  int in_order = 0;
+  for (size_t i = 1; i < objects.size(); i++) in_order += objects[i] - objects[i - 1] == 176;
+  EXPECT_LT(in_order, 50) << "of 199 steps";
+  for (char* p : objects) g_free(p);
+}

@@ -1,0 +1,90 @@
+// The checks of frontend/checks.h on a real slab's record: messages and
+// batches that do not fit their slab, a free list whose head is its own
+// successor, sized frees of the wrong size.  Each fault is a death with
+// its diagnostic's text.  (The suite is not named *DeathTest: gtest would
+// run it first, and its released slab would be the chunk that the chunk
+// allocator's tests expect fresh.)
+#include "frontend/checks.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/chunk_allocator.h"
+#include "frontend/slab.h"
+
+using namespace roost;
+
+namespace {
+
+const int kOwner = 0;
+constexpr unsigned kClass48 = sizeclass::from_size(48);
+
+// A slab of 48-byte objects, every object carved (out), mapped in the
+// pagemap; retired and released at the end.
+struct CarvedSlab {
+  CarvedSlab() {
+    EXPECT_TRUE(pagemap::init());
+    m = chunks::alloc(sizeclass::kInfo.info[kClass48].slab_bits);
+    EXPECT_NE(m, nullptr);
+    slab::start(m, kClass48, &kOwner);
+    while (!slab::fully_carved(m)) slab::carve(m, nullptr);
+  }
+  ~CarvedSlab() {
+    slab::retire(m);
+    chunks::release(m, dirty_extent(m));
+  }
+  FreeObject* object(size_t i) const {
+    return reinterpret_cast<FreeObject*>(m->base + i * m->obj_size);
+  }
+  ChunkMeta* m;
+};
+
+}  // namespace
+
+TEST(Checks, AMessageOutsideEverySlabIsCorrupted) {
+  alignas(16) static char not_a_slab[64];
+  EXPECT_DEATH(checks::message(nullptr, not_a_slab), "receiving a message: corrupted message 0x");
+}
+
+TEST(Checks, AMessageInsideAnObjectIsCorrupted) {
+  CarvedSlab s;
+  checks::message(s.m, s.object(3));  // an object start: fine
+  EXPECT_DEATH(checks::message(s.m, reinterpret_cast<char*>(s.object(3)) + 16),
+               "corrupted message 0x[0-9a-f]+ \\(size class 48 bytes\\)");
+}
+
+TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
+  CarvedSlab s;
+  uint32_t capacity = sizeclass::kInfo.info[kClass48].capacity;
+  checks::batch(s.m, slab_batch::Batch{s.object(0), s.object(1), 2});
+  checks::batch(s.m, slab_batch::Batch{s.object(5), s.object(5), capacity});
+  EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{s.object(0), s.object(1), 0}),
+               "corrupted message");
+  EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{s.object(0), s.object(1), capacity + 1}),
+               "corrupted message");
+  auto* outside = reinterpret_cast<FreeObject*>(s.m->base + sizeclass::slab_size(kClass48));
+  EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{outside, s.object(1), 2}), "corrupted message");
+  auto* inside = reinterpret_cast<FreeObject*>(reinterpret_cast<char*>(s.object(2)) + 8);
+  EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{inside, s.object(1), 2}), "corrupted message");
+}
+
+TEST(Checks, AnObjectFreedTwiceInARowIsFoundWhenItsSlabsListIsTaken) {
+  CarvedSlab s;
+  slab::return_object(s.m, s.object(7));
+  slab::return_object(s.m, s.object(9));
+  FreeObject* list = slab::take_free(s.m);  // no double free: fine
+  ASSERT_NE(list, nullptr);
+  slab::return_object(s.m, s.object(7));
+  slab::return_object(s.m, s.object(7));
+  EXPECT_DEATH(slab::take_free(s.m), "allocation: double free 0x[0-9a-f]+ \\(size class 48");
+}
+
+TEST(Checks, SizedFreesMustNameTheObjectsSize) {
+  CarvedSlab s;
+  checks::sized_free(s.object(1), 48, 0, "free_sized");
+  checks::sized_free(s.object(1), 33, 0, "free_sized");  // the same class
+  checks::sized_free(s.object(1), 48, 16, "free_aligned_sized");
+  EXPECT_DEATH(checks::sized_free(s.object(1), 4096, 0, "free_sized"),
+               "free_sized: size mismatch 0x[0-9a-f]+ \\(size class 48 bytes\\)");
+  EXPECT_DEATH(checks::sized_free(s.object(1), 16, 0, "free_sized"), "size mismatch");
+  EXPECT_DEATH(checks::sized_free(s.object(1), 48, 64, "free_aligned_sized"), "size mismatch");
+}
