@@ -198,12 +198,6 @@ inline constexpr bool kCheckMessages = ROOST_SECURE_MESSAGES != 0;
 #define ROOST_SECURE_SHUFFLE ROOST_SECURE
 #endif
 inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
-// Large objects (in a region) are followed by an inaccessible guard page:
-// an overflow past the end faults at once.
-#ifndef ROOST_SECURE_GUARD_PAGES
-#define ROOST_SECURE_GUARD_PAGES ROOST_SECURE
-#endif
-inline constexpr bool kGuardPages = ROOST_SECURE_GUARD_PAGES != 0;
 
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.
