@@ -23,14 +23,11 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 
 // What a pointer whose lookup found no live object is: a freed large
 // object's start (its first granule still maps to large::freed_record()),
-// or not roost's.
-const char* not_live(const void* p, const ChunkMeta* m) {
-  if (m == large::freed_record() &&
-      bits::align_down(reinterpret_cast<uintptr_t>(p), config::kGranule) ==
-          reinterpret_cast<uintptr_t>(p))
-    return checks::kDoubleFree;
-  if (m == large::freed_record()) return "invalid pointer (inside a freed object)";
-  return "invalid pointer (not allocated by roost)";
+// told as `freed_start`; inside such a granule; or not roost's.
+const char* not_live(const void* p, const ChunkMeta* m, const char* freed_start) {
+  if (m != large::freed_record()) return "invalid pointer (not allocated by roost)";
+  if (reinterpret_cast<uintptr_t>(p) % config::kGranule == 0) return freed_start;
+  return "invalid pointer (inside a freed object)";
 }
 
 }  // namespace
@@ -89,7 +86,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       service::at_safe_point();
       return;
     default:
-      invalid(where, not_live(p, m), p);
+      invalid(where, not_live(p, m, checks::kDoubleFree), p);
   }
 }
 
@@ -146,10 +143,8 @@ size_t usable_size(const void* p, const char* where) {
     if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
     return m->obj_size;
   }
-  if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) {
-    const char* what = not_live(p, m);
-    invalid(where, what == checks::kDoubleFree ? "invalid pointer (a freed object)" : what, p);
-  }
+  if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
+    invalid(where, not_live(p, m, "invalid pointer (a freed object)"), p);
   if (reinterpret_cast<uintptr_t>(p) != m->base)
     invalid(where, "invalid pointer (interior of an object)", p);
   return large::usable(m);

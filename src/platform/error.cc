@@ -107,18 +107,26 @@ bool Text::to_fd(void* context, const char* s, size_t n) {
   return write_all(*static_cast<int*>(context), s, n);
 }
 
+namespace {
+// "roost: <where>: <fault> 0x<addr>", the start of every fatal line.
+void start_fatal(Line& line, const char* where, const char* fault, const void* addr) {
+  line.str("roost: ").str(where).str(": ").str(fault).str(" ");
+  line.hex(reinterpret_cast<uintptr_t>(addr));
+}
+}  // namespace
+
 void fatal(const char* where, const char* fault, const void* addr) {
   Line line;
-  line.str("roost: ").str(where).str(": ").str(fault).str(" ");
-  line.hex(reinterpret_cast<uintptr_t>(addr)).str("\n");
+  start_fatal(line, where, fault, addr);
+  line.str("\n");
   line.emit();
   abort();
 }
 
 void fatal_object(const char* where, const char* fault, const void* addr, size_t size) {
   Line line;
-  line.str("roost: ").str(where).str(": ").str(fault).str(" ");
-  line.hex(reinterpret_cast<uintptr_t>(addr)).str(" (size class ").dec(size).str(" bytes)\n");
+  start_fatal(line, where, fault, addr);
+  line.str(" (size class ").dec(size).str(" bytes)\n");
   line.emit();
   abort();
 }
