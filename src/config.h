@@ -198,6 +198,30 @@ inline constexpr bool kCheckMessages = ROOST_SECURE_MESSAGES != 0;
 #define ROOST_SECURE_SHUFFLE ROOST_SECURE
 #endif
 inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
+// Free-list links are encoded with a per-process key and the holder's
+// address (ds/freelist.h); an object handed out from a free list must still
+// carry its free mark, and its link must decode to an object of its slab
+// that carries one too: a corrupted link or an overwritten freed object is
+// caught before the link is followed.  Needs the marks (DOUBLE_FREE).
+#ifndef ROOST_SECURE_LINKS
+#define ROOST_SECURE_LINKS ROOST_SECURE
+#endif
+inline constexpr bool kEncodeLinks = ROOST_SECURE_LINKS != 0;
+static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free marks");
+// A freed small object's bytes past its link and mark, up to
+// kFillMaxBytes of them (a multiple of 16), are filled with a pattern when
+// it is freed (or carved) and checked when it is handed out again: a write
+// after free (or an overflow into a free neighbour) within them is caught
+// at reuse.  48 bytes: every object's first 64, one cache line's worth, so
+// the cost stays a few instructions whatever the size.
+#ifndef ROOST_SECURE_FILL
+#define ROOST_SECURE_FILL ROOST_SECURE
+#endif
+inline constexpr bool kFillFreed = ROOST_SECURE_FILL != 0;
+#ifndef ROOST_SECURE_FILL_BYTES
+#define ROOST_SECURE_FILL_BYTES 48
+#endif
+inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
 
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.

@@ -16,13 +16,13 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <regex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -273,6 +273,184 @@ TEST(InvalidFree, InteriorAligned) {
                 [q] { g_free(q); });
 }
 
+// ---- writes into freed objects: after free, and overflows ---------------------
+
+namespace {
+
+// Allocates `size`-byte objects until `p` comes back (the child aborts
+// first when the build catches what was done to it).
+void allocate_until_handed_out(const void* p, size_t size) {
+  for (int i = 0; i < 200000; i++)
+    if (g_malloc(size) == p) return;
+  child_check(false, "the freed object never came back");
+}
+
+// Zeros, written over a freed object.
+char g_bytes[64] = {};
+
+}  // namespace
+
+TEST(WriteAfterFree, OneByteThenMallocOfTheSameSize) {
+  char* p = static_cast<char*>(g_malloc(64));
+  expect_caught(Caught::kSecure, "write to a freed object", p, [p] {
+    g_free(p);
+    p[40] = 1;
+    allocate_until_handed_out(p, 64);
+  });
+}
+
+TEST(WriteAfterFree, WholeObjectByMemcpyThenMalloc) {
+  char* p = static_cast<char*>(g_malloc(112));
+  expect_caught(Caught::kSecure, "write to a freed object", p, [p] {
+    g_free(p);
+    memcpy(p, g_bytes, 64);
+    allocate_until_handed_out(p, 112);
+  });
+}
+
+// The link alone: what a freed object's first word says is not followed.
+TEST(CorruptedFreeList, LinkOverwrittenThenMalloc) {
+  char* p = static_cast<char*>(g_malloc(96));
+  expect_caught(Caught::kSecure, "corrupted free list", p, [p] {
+    g_free(p);
+    uintptr_t forged = reinterpret_cast<uintptr_t>(p) + 4096;
+    memcpy(p, &forged, sizeof(forged));
+    allocate_until_handed_out(p, 96);
+  });
+}
+
+// Overflows and underflows into a free neighbour, caught when the
+// neighbour is handed out (an overflow into a live neighbour, or into the
+// slack of the object's own size class, is not caught yet).  Each names
+// the neighbour.
+namespace {
+
+// Two objects of `size` bytes, `second` right after `first`.
+struct Neighbours {
+  char* first;
+  char* second;
+};
+
+// Allocates objects with `make` into *kept until two lie `size` bytes
+// apart, and returns them ({nullptr} if 4096 do not).  Not across a 64 KiB
+// boundary: in roost the two then lie in one slab (slabs of these classes
+// are 64 KiB, aligned).  *kept is reserved first, in a bigger class, so
+// that nothing else lands among the objects.
+Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept,
+                               const std::function<char*()>& make) {
+  constexpr size_t kMany = 4096;
+  kept->reserve(kMany);
+  for (size_t i = 0; i < kMany; i++) {
+    char* p = make();
+    for (char* q : *kept) {
+      char* second = std::max(p, q);
+      bool same_64k = (reinterpret_cast<uintptr_t>(second) & 0xffff) != 0;
+      if (std::min(p, q) + size == second && same_64k) {
+        kept->push_back(p);
+        return Neighbours{std::min(p, q), second};
+      }
+    }
+    kept->push_back(p);
+  }
+  return Neighbours{nullptr, nullptr};
+}
+
+// One of two `size`-byte neighbours writes `len` bytes at `offset` from its
+// start after the other was freed: with `overflow`, the first past its end
+// into the second; else the second before its start into the first.
+void expect_neighbour_caught(const std::string& fault, size_t size, long offset, size_t len,
+                             bool overflow) {
+  // Found in the parent: the child inherits the heap, and with it the pair.
+  std::vector<char*> keep;
+  Neighbours n =
+      allocate_neighbours(size, &keep, [size] { return static_cast<char*>(g_malloc(size)); });
+  ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
+  char* victim = overflow ? n.second : n.first;
+  char* writer = overflow ? n.first : n.second;
+  expect_caught(Caught::kSecure, fault, victim, [=] {
+    g_free(victim);
+    char bytes[64];
+    for (size_t i = 0; i < len; i++) bytes[i] = static_cast<char>(~writer[offset + long(i)]);
+    if (len == 1)
+      writer[offset] = bytes[0];
+    else
+      memcpy(writer + offset, bytes, len);
+    allocate_until_handed_out(victim, size);
+  });
+  for (void* p : keep) g_free(p);
+}
+
+}  // namespace
+
+TEST(Overflow, OneByteByStoreIntoAFreeSmallNeighbour) {
+  expect_neighbour_caught("corrupted free list", 48, 48, 1, true);
+}
+
+TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
+  expect_neighbour_caught("write to a freed object", 48, 48, 32, true);
+}
+
+TEST(Overflow, OneByteByStoreIntoAFreeMediumNeighbour) {
+  expect_neighbour_caught("corrupted free list", 2048, 2048, 1, true);
+}
+
+TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeMediumNeighbour) {
+  expect_neighbour_caught("write to a freed object", 2048, 2048, 32, true);
+}
+
+TEST(Underflow, OneByteByStoreIntoAFreeSmallNeighbour) {
+  expect_neighbour_caught("write to a freed object", 64, -1, 1, false);
+}
+
+TEST(Underflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
+  expect_neighbour_caught("write to a freed object", 64, -32, 32, false);
+}
+
+// ---- delete and delete[] mismatched -----------------------------------------
+//
+// For a type with a destructor, new[] puts the element count before the
+// array, so the pointers the two deletes pass on differ from what was
+// allocated by 8 bytes: an interior pointer, which both builds name.  (For
+// types without one the calls are the same, and nothing is wrong to see.)
+
+namespace {
+
+volatile int g_destroyed = 0;
+struct WithDestructor {
+  ~WithDestructor() { g_destroyed = g_destroyed + 1; }
+  char data[40];
+};
+
+}  // namespace
+
+TEST(DeleteMismatch, DeleteOfAnArrayFromNewArray) {
+  WithDestructor* volatile array = new WithDestructor[3];
+  WithDestructor* p = array;
+  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", p, [p] {
+    WithDestructor* volatile q = p;
+    delete q;
+  });
+  delete[] p;
+}
+
+TEST(DeleteMismatch, DeleteArrayOfAnObjectFromNew) {
+  // The count delete[] reads lies in the object before: the child makes it
+  // one, so the destructor runs once and the free is what is checked.
+  std::vector<char*> keep;
+  // 48 bytes apart: a 40-byte object's class.
+  Neighbours n = allocate_neighbours(48, &keep, [] { return reinterpret_cast<char*>(new WithDestructor); });
+  ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
+  auto* object = reinterpret_cast<WithDestructor*>(n.second);
+  void* passed = n.second - 8;
+  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", passed, [n, object] {
+    size_t one = 1;
+    memcpy(n.second - 8, &one, sizeof(one));  // the last 8 bytes of the object before
+    WithDestructor* volatile q = object;
+    delete[] q;
+  });
+  for (char* p : keep) delete reinterpret_cast<WithDestructor*>(p);
+}
+
 // ---- wrong sizes -----------------------------------------------------------
 
 TEST(SizeMismatch, SizedDeleteWithTheWrongSize) {
@@ -282,19 +460,19 @@ TEST(SizeMismatch, SizedDeleteWithTheWrongSize) {
 }
 
 TEST(SizeMismatch, FreeSizedWithTheWrongSize) {
-  ASSERT_NE(free_sized, nullptr);
+  ASSERT_NE(&free_sized, nullptr) << "free_sized is not provided";
   void* p = g_malloc(100);
   expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_sized(p, 1000); });
 }
 
 TEST(SizeMismatch, FreeSizedOfALargeObjectWithTheWrongSize) {
-  ASSERT_NE(free_sized, nullptr);
+  ASSERT_NE(&free_sized, nullptr) << "free_sized is not provided";
   void* p = g_malloc(1 << 20);
   expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_sized(p, 100); });
 }
 
 TEST(SizeMismatch, FreeAlignedSizedWithTheWrongAlignment) {
-  ASSERT_NE(free_aligned_sized, nullptr);
+  ASSERT_NE(&free_aligned_sized, nullptr) << "free_aligned_sized is not provided";
   void* p = aligned_alloc(256, 256);
   expect_caught(Caught::kSecure, "size mismatch", p, [p] { free_aligned_sized(p, 16, 4096); });
 }
@@ -303,8 +481,8 @@ TEST(SizeMismatch, FreeAlignedSizedWithTheWrongAlignment) {
 TEST(SizeMismatch, RightSizesAreAccepted) {
   if (build_under_test() != "default" && build_under_test() != "secure")
     GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure";
-  ASSERT_NE(free_sized, nullptr);
-  ASSERT_NE(free_aligned_sized, nullptr);
+  ASSERT_NE(&free_sized, nullptr) << "free_sized is not provided";
+  ASSERT_NE(&free_aligned_sized, nullptr) << "free_aligned_sized is not provided";
   for (size_t size : {size_t{0}, size_t{1}, size_t{16}, size_t{48}, size_t{100}, size_t{1000},
                       size_t{5000}, size_t{300000}, size_t{1} << 20}) {
     free_sized(g_malloc(size), size);

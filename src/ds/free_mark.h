@@ -29,6 +29,7 @@ inline void set_secret(uint64_t s) { g_secret = s | 1; }
 
 // The second word of an object (every object has at least two).
 ROOST_INLINE uint64_t* word(void* p) { return static_cast<uint64_t*>(p) + 1; }
+ROOST_INLINE const uint64_t* word(const void* p) { return static_cast<const uint64_t*>(p) + 1; }
 
 ROOST_INLINE uint64_t mark(const void* p) { return g_secret ^ reinterpret_cast<uintptr_t>(p); }
 
@@ -38,7 +39,7 @@ inline constexpr uint64_t kAloneTag = 1;
 
 ROOST_INLINE void set(void* p) { *word(p) = mark(p); }
 ROOST_INLINE void wipe(void* p) { *word(p) = 0; }
-ROOST_INLINE bool is_set(void* p) {
+ROOST_INLINE bool is_set(const void* p) {
   uint64_t v = *word(p) ^ mark(p);
   return v == 0 || v == kAloneTag;
 }

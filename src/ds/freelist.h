@@ -1,31 +1,62 @@
 // ds/freelist.h — intrusive singly linked free lists of objects.
 //
-// Owns: the link stored in a free object's first word and the list
-// operations on it.  Must never: know which slab or allocator a list belongs
-// to.
+// A free object's first word links it to the next.  In the secure build
+// (config::kEncodeLinks) the word holds next ^ key ^ (the holder's own
+// address): a per-process random key and a per-object tweak that any thread
+// can compute, so a remote thread links a batch without the owner's state,
+// and a link overwritten blindly (an overflow, a write after free) decodes
+// to an address nowhere near its slab, which the reader checks
+// (frontend/checks.h) before following it.
+//
+// Owns: the link's encoding, the key, and the list operations on it.  Must
+// never: know which slab or allocator a list belongs to, or check a link
+// (that is frontend/checks.h's).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
+#include "config.h"
 #include "ds/bits.h"
 
 namespace roost {
 
 struct FreeObject {
-  FreeObject* next;
+  uintptr_t link;  // the next object, encoded (freelist::next / set_next)
 };
 
 namespace freelist {
 
+// The key links are encoded with (0 until set_key(), at start-up before
+// any object is linked; the default build never sets it).
+inline uintptr_t g_key ROOST_HIDDEN = 0;
+
+inline void set_key(uint64_t key) { g_key = key; }
+
 ROOST_INLINE FreeObject* as_object(void* p) { return static_cast<FreeObject*>(p); }
+
+// What `o`'s link says; in the secure build not yet checked.
+ROOST_INLINE FreeObject* next(const FreeObject* o) {
+  uintptr_t v = o->link;
+  if constexpr (config::kEncodeLinks) v ^= g_key ^ reinterpret_cast<uintptr_t>(o);
+  return reinterpret_cast<FreeObject*>(v);
+}
+
+ROOST_INLINE void set_next(FreeObject* o, const FreeObject* n) {
+  uintptr_t v = reinterpret_cast<uintptr_t>(n);
+  if constexpr (config::kEncodeLinks) v ^= g_key ^ reinterpret_cast<uintptr_t>(o);
+  o->link = v;
+}
 
 ROOST_INLINE void push(FreeObject*& head, void* p) {
   FreeObject* o = as_object(p);
-  o->next = head;
+  set_next(o, head);
   head = o;
 }
 
 ROOST_INLINE FreeObject* pop(FreeObject*& head) {
   FreeObject* o = head;
-  head = o->next;
+  head = next(o);
   return o;
 }
 
@@ -35,7 +66,7 @@ inline FreeObject* build(uintptr_t first, size_t stride, size_t count, FreeObjec
   FreeObject* head = tail_next;
   for (size_t i = count; i > 0; i--) {
     auto* o = reinterpret_cast<FreeObject*>(first + (i - 1) * stride);
-    o->next = head;
+    set_next(o, head);
     head = o;
   }
   return head;
@@ -68,7 +99,7 @@ inline FreeObject* build_shuffled(uintptr_t first, size_t stride, size_t count,
   FreeObject* head = tail_next;
   for (size_t i = 0; i < count; i++) {
     auto* o = reinterpret_cast<FreeObject*>(first + order[i] * stride);
-    o->next = head;
+    set_next(o, head);
     head = o;
   }
   return head;

@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "ds/bits.h"
+#include "ds/free_fill.h"
 #include "ds/free_mark.h"
 #include "ds/freelist.h"
 #include "ds/mpsc_queue.h"
@@ -82,10 +83,13 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
   return Batch{head, tail, static_cast<uint32_t>(word & kCountMask)};
 }
 
-// Links the batch's tail to `rest` and returns its head: the batch spliced
-// in front of the list `rest`.
-ROOST_INLINE FreeObject* splice(const Batch& b, FreeObject* rest) {
-  b.tail->next = rest;
+// Links the batch's tail (objects of `obj_size` bytes) to `rest` and
+// returns its head: the batch spliced in front of the list `rest`.  The
+// secure build's tail gets the freed pattern back where its batch word was.
+ROOST_INLINE FreeObject* splice(const Batch& b, FreeObject* rest, uint32_t obj_size) {
+  if constexpr (config::kDetectDoubleFree && config::kFillFreed)
+    free_fill::restore_last_word(b.tail, obj_size);
+  freelist::set_next(b.tail, rest);
   return b.head;
 }
 

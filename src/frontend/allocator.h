@@ -69,7 +69,7 @@ class Allocator {
   ROOST_INLINE void* alloc(unsigned sc) {
     FreeObject* p = fast_[sc];
     if (ROOST_LIKELY(p != nullptr)) {
-      fast_[sc] = p->next;
+      fast_[sc] = checks::take(sc, p);
       count_event(counters_.allocs[sc]);
       if constexpr (config::kDetectDoubleFree) checks::note_handed_out(p);
       return p;
@@ -192,7 +192,7 @@ class Allocator {
   // `list` (not empty) becomes class `sc`'s fast list; returns its first
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
-    fast_[sc] = list->next;
+    fast_[sc] = checks::take_first(sc, list);
     count_event(counters_.allocs[sc]);
     return list;
   }

@@ -24,6 +24,17 @@ bool in_slab(const ChunkMeta* m, const void* p) {
 
 }  // namespace
 
+void damaged(const FreeObject* holder, const void* p, unsigned sc) {
+  constexpr const char* kAllocating = "allocation";
+  uint32_t size = sizeclass::kInfo.info[sc].size;
+  if (p != nullptr) {
+    const ChunkMeta* m = pagemap::lookup(p);
+    bool start = m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, p);
+    if (start || holder == nullptr) fault(kAllocating, start ? kFreedObjectWritten : kCorruptedFreeList, p, size);
+  }
+  fault(kAllocating, kCorruptedFreeList, holder, size);
+}
+
 void message(const ChunkMeta* m, const void* node) {
   if (m == nullptr) fault(kReceiving, kCorruptedMessage, node, 0);
   if (m->kind != ChunkKind::kSlab || !in_slab(m, node))

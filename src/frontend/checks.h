@@ -3,7 +3,7 @@
 //
 // Every check here is either free on the fast paths (the default build's)
 // or switched on by the secure build (config.h: kDetectDoubleFree,
-// kCheckSizedFree, kCheckMessages).  A failed check writes one line naming
+// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages).  A failed check writes one line naming
 // the fault, the address and the size class, then aborts
 // (platform/error.h): nothing on that path allocates or takes a lock.
 //
@@ -15,7 +15,9 @@
 #include "backend/chunk_meta.h"
 #include "config.h"
 #include "ds/bits.h"
+#include "ds/free_fill.h"
 #include "ds/free_mark.h"
+#include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
 
@@ -24,6 +26,8 @@ namespace roost::checks {
 // The fault names, as the diagnostics print them.
 inline constexpr const char* kDoubleFree = "double free";
 inline constexpr const char* kCorruptedMessage = "corrupted message";
+inline constexpr const char* kCorruptedFreeList = "corrupted free list";
+inline constexpr const char* kFreedObjectWritten = "write to a freed object";
 inline constexpr const char* kSizeMismatch = "size mismatch";
 
 [[noreturn]] ROOST_SLOW void fault(const char* where, const char* what, const void* p, size_t size);
@@ -35,10 +39,71 @@ inline constexpr const char* kSizeMismatch = "size mismatch";
 ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
   if (ROOST_UNLIKELY(free_mark::is_set(p))) fault(where, kDoubleFree, p, m->obj_size);
   free_mark::set(p);
+  if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
 }
 
 // An object handed out: its mark goes.
 ROOST_INLINE void note_handed_out(void* p) { free_mark::wipe(p); }
+
+// ---- free lists and freed objects (secure build) ----
+
+// An object carved from a slab's tail joins a free list as a freed object
+// would: marked, and filled.
+ROOST_INLINE void note_carved(void* p, uint32_t size) {
+  if constexpr (config::kEncodeLinks) free_mark::set(p);
+  if constexpr (config::kFillFreed) free_fill::fill(p, size);
+}
+
+// A check below failed: `p`, reached through `holder`'s link (nullptr: `p`
+// was a list's head), is not a freed object of class `sc` as it was left.
+// An object start was written after it was freed; anything else means the
+// link was.
+[[noreturn]] ROOST_SLOW void damaged(const FreeObject* holder, const void* p, unsigned sc);
+
+// The successor of `o` (a free object of class `sc`) on its list.  The
+// secure build follows the link only to an object of the same slab that
+// carries its free mark.
+ROOST_INLINE FreeObject* next_checked(unsigned sc, const FreeObject* o) {
+  FreeObject* n = freelist::next(o);
+  if constexpr (config::kEncodeLinks) {
+    if (n != nullptr) {
+      uintptr_t apart = reinterpret_cast<uintptr_t>(n) ^ reinterpret_cast<uintptr_t>(o);
+      if (ROOST_UNLIKELY((apart >> sizeclass::kInfo.info[sc].slab_bits) != 0)) damaged(o, nullptr, sc);
+      if (ROOST_UNLIKELY(!free_mark::is_set(n))) damaged(o, n, sc);
+    }
+  }
+  return n;
+}
+
+// `p`, the head of a free list of class `sc`: in the secure build it must
+// be as it was left (its mark, its filled words).
+ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
+  if constexpr (config::kEncodeLinks) {
+    if (ROOST_UNLIKELY(!free_mark::is_set(p))) damaged(nullptr, p, sc);
+  }
+  if constexpr (config::kFillFreed) {
+    if (ROOST_UNLIKELY(!free_fill::intact(p, sizeclass::kInfo.info[sc].size)))
+      damaged(nullptr, p, sc);
+  }
+}
+
+// `p`, the head of a free list of class `sc` (a list just taken from a
+// slab or carved), is being handed out.  Returns its successor, the list's
+// new head.
+ROOST_INLINE FreeObject* take_first(unsigned sc, FreeObject* p) {
+  head_intact(sc, p);
+  return next_checked(sc, p);
+}
+
+// take_first() for the head of a fast list: its mark was checked when it
+// became the head (next_checked), so only its filled words are.
+ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
+  if constexpr (config::kFillFreed) {
+    if (ROOST_UNLIKELY(!free_fill::intact(p, sizeclass::kInfo.info[sc].size)))
+      damaged(nullptr, p, sc);
+  }
+  return next_checked(sc, p);
+}
 
 // ---- double free (every build, found without a scan) ----
 
@@ -46,7 +111,7 @@ ROOST_INLINE void note_handed_out(void* p) { free_mark::wipe(p); }
 // to itself is an object freed twice in a row with no other free of the
 // slab between (the second push made it its own successor).
 ROOST_INLINE void free_list_head(const ChunkMeta* m, const FreeObject* head) {
-  if (ROOST_UNLIKELY(head != nullptr && head->next == head))
+  if (ROOST_UNLIKELY(head != nullptr && freelist::next(head) == head))
     fault("allocation", kDoubleFree, head, m->obj_size);
 }
 

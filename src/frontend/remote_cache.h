@@ -115,7 +115,7 @@ class RemoteCache {
   };
 
   static ROOST_INLINE void push(Entry* e, FreeObject* o) {
-    o->next = e->head;
+    freelist::set_next(o, e->head);
     e->head = o;
     e->count++;
   }

@@ -84,7 +84,7 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
     FreeObject* list = fast_lists[sc];
     fast_lists[sc] = nullptr;
     while (list != nullptr) {
-      FreeObject* next = list->next;
+      FreeObject* next = checks::next_checked(sc, list);
       ChunkMeta* m = pagemap::lookup(list);
       if (slab::return_object(m, list)) on_state_change(m, cache);
       list = next;

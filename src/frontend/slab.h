@@ -52,7 +52,7 @@ ROOST_INLINE bool return_object(ChunkMeta* m, void* p) {
 // whatever the batch holds; `needed` may overshoot below zero.  True when
 // the slab reached its next state change.
 ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
-  m->free_head = slab_batch::splice(b, m->free_head);
+  m->free_head = slab_batch::splice(b, m->free_head, m->obj_size);
   m->needed -= static_cast<int32_t>(b.count);
   return m->needed <= 0;
 }
@@ -69,11 +69,13 @@ void start(ChunkMeta* m, unsigned sc, const void* owner);
 inline FreeObject* take_free(ChunkMeta* m) {
   FreeObject* list = m->free_head;
   checks::free_list_head(m, list);
-  if (config::kShuffle && list != nullptr && list->next != nullptr) {
-    FreeObject* second = list->next;
-    list->next = second->next;
-    second->next = list;
-    list = second;
+  if (config::kShuffle && list != nullptr) {
+    checks::head_intact(m->sizeclass, list);
+    if (FreeObject* second = checks::next_checked(m->sizeclass, list)) {
+      freelist::set_next(list, checks::next_checked(m->sizeclass, second));
+      freelist::set_next(second, list);
+      list = second;
+    }
   }
   m->free_head = nullptr;
   m->state = SlabState::kSleeping;
@@ -107,6 +109,10 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
     list = freelist::build_shuffled(first, m->obj_size, count, list, free_mark::g_secret ^ first);
   else
     list = freelist::build(first, m->obj_size, count, list);
+  if constexpr (config::kEncodeLinks || config::kFillFreed) {
+    for (uint32_t i = 0; i < count; i++)
+      checks::note_carved(reinterpret_cast<void*>(first + uintptr_t{i} * m->obj_size), m->obj_size);
+  }
   // Only a sleeping slab is carved, and its wake count may grow with the
   // objects out: `needed` grows by as much.
   uint32_t before = wake_count(m);

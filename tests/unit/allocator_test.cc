@@ -35,7 +35,7 @@ std::unique_ptr<Allocator> make(uint32_t id) {
 std::vector<void*> drain_fast_list(Allocator& a) {
   std::vector<void*> v;
   FreeObject** head = a.fast_slot(kClass);
-  for (FreeObject* p = *head; p != nullptr; p = p->next) v.push_back(p);
+  for (FreeObject* p = *head; p != nullptr; p = freelist::next(p)) v.push_back(p);
   *head = nullptr;
   return v;
 }

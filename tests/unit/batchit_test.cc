@@ -36,7 +36,7 @@ struct Slab {
 void expect_round_trip(const Slab& slab, size_t obj_size, const std::vector<size_t>& order) {
   ASSERT_FALSE(order.empty());
   for (size_t i = 0; i + 1 < order.size(); i++)
-    slab.object(order[i], obj_size)->next = slab.object(order[i + 1], obj_size);
+    freelist::set_next(slab.object(order[i], obj_size), slab.object(order[i + 1], obj_size));
   FreeObject* head = slab.object(order.front(), obj_size);
   FreeObject* tail = slab.object(order.back(), obj_size);
   auto size = static_cast<uint32_t>(obj_size);
@@ -46,10 +46,10 @@ void expect_round_trip(const Slab& slab, size_t obj_size, const std::vector<size
   EXPECT_EQ(b.head, head);
   EXPECT_EQ(b.tail, tail);
   EXPECT_EQ(b.count, order.size());
-  FreeObject rest{nullptr};
-  FreeObject* list = slab_batch::splice(b, &rest);
+  FreeObject rest{0};
+  FreeObject* list = slab_batch::splice(b, &rest, size);
   size_t n = 0;
-  for (FreeObject* o = list; o != &rest; o = o->next, n++) {
+  for (FreeObject* o = list; o != &rest; o = freelist::next(o), n++) {
     ASSERT_LT(n, order.size());
     ASSERT_EQ(o, slab.object(order[n], obj_size)) << "object " << n;
   }
@@ -139,7 +139,7 @@ TEST(RemoteCache, FreesOfOneSlabJoinOneBatch) {
   EXPECT_EQ(out[0].tail, o[0]);  // the first freed is the tail
   EXPECT_EQ(out[0].head, o[4]);  // the last freed the head
   size_t n = 0;
-  for (FreeObject* p = out[0].head; p != out[0].tail; p = p->next) n++;
+  for (FreeObject* p = out[0].head; p != out[0].tail; p = freelist::next(p)) n++;
   EXPECT_EQ(n, 4u);
   // Flushed: empty now.
   size_t again = 0;
@@ -220,7 +220,7 @@ TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
     std::vector<FreeObject*>& want = pending[s];
     ASSERT_EQ(e.count, want.size()) << "slab " << s;
     FreeObject* p = e.head;
-    for (size_t i = want.size(); i-- > 0; p = p->next) {
+    for (size_t i = want.size(); i-- > 0; p = freelist::next(p)) {
       ASSERT_EQ(p, want[i]) << "slab " << s << ", object " << i;
       if (i == 0) EXPECT_EQ(p, e.tail);
     }

@@ -18,11 +18,11 @@ TEST(FreeList, BuildLinksObjectsInAddressOrderAndEndsInTheTail) {
   alignas(16) char area[10 * 48];
   alignas(16) char tail_obj[16];
   FreeObject* tail = freelist::as_object(tail_obj);
-  tail->next = nullptr;
+  freelist::set_next(tail, nullptr);
   FreeObject* head = freelist::build(reinterpret_cast<uintptr_t>(area), 48, 10, tail);
   for (int i = 0; i < 10; i++) {
     ASSERT_EQ(reinterpret_cast<char*>(head), area + 48 * i);
-    head = head->next;
+    head = freelist::next(head);
   }
   EXPECT_EQ(head, tail);
 }

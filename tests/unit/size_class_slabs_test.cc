@@ -38,7 +38,7 @@ struct Fixture {
   // An object off class `sc`'s fast list, or nullptr.
   void* pop(unsigned sc) {
     FreeObject* p = fast[sc];
-    if (p != nullptr) fast[sc] = p->next;
+    if (p != nullptr) fast[sc] = freelist::next(p);
     return p;
   }
   // An object of class `sc`, refilling the fast list as the allocator

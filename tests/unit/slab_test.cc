@@ -41,7 +41,7 @@ struct TestSlab {
 
 std::vector<void*> list_of(FreeObject* head) {
   std::vector<void*> v;
-  for (FreeObject* o = head; o != nullptr; o = o->next) v.push_back(o);
+  for (FreeObject* o = head; o != nullptr; o = freelist::next(o)) v.push_back(o);
   return v;
 }
 
@@ -93,7 +93,7 @@ TEST(Slab, CarvingHandsOutTheTailInAddressOrderAndTracksTouchedPages) {
   EXPECT_TRUE(slab::carve_touches_fresh(s.m));
   uint32_t count = slab::carve_count(s.m);
   EXPECT_EQ(count, info.carve);
-  FreeObject sentinel{nullptr};
+  FreeObject sentinel{0};
   std::vector<void*> got = list_of(slab::carve(s.m, &sentinel));
   ASSERT_EQ(got.size(), count + 1u);
   EXPECT_EQ(got.back(), &sentinel);  // carved onto the list it was given
@@ -154,7 +154,7 @@ TEST(Slab, ABatchIsSplicedWholeAndItsSurplusCountsWhenTheSlabWakes) {
   EXPECT_FALSE(slab::return_object(s.m, objects[0]));
   uint32_t n = wake + 9;
   for (uint32_t i = 1; i < n; i++)
-    static_cast<FreeObject*>(objects[i])->next = static_cast<FreeObject*>(objects[i + 1]);
+    freelist::set_next(static_cast<FreeObject*>(objects[i]), static_cast<FreeObject*>(objects[i + 1]));
   auto* head = static_cast<FreeObject*>(objects[1]);
   auto* tail = static_cast<FreeObject*>(objects[n]);
   slab_batch::Batch b =
