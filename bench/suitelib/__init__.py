@@ -1,10 +1,11 @@
 """The benchmarks' Python code: the workload suite, the fast-path runner, the peer allocators,
-the paired comparison and the address-space floor (bench/README.md says what each does).
+the paired comparison, the address-space floor and the misuse comparison (bench/README.md says
+what each does).
 
 The commands are thin scripts in bench/ (suite.py, fastpath.py, peers.py, paired.py,
-ulimit_floor.py), each calling one module's main(); run from anywhere, e.g. `python3
-bench/suite.py --list`. Python puts a script's own folder first on its path, so they import
-this package with no path edits.
+ulimit_floor.py, misuse_compare.py), each calling one module's main(); run from anywhere,
+e.g. `python3 bench/suite.py --list`. Python puts a script's own folder first on its path, so
+they import this package with no path edits.
 
 One concern per module:
 
@@ -29,4 +30,6 @@ One concern per module:
                    intervals (command: bench/paired.py)
     ulimit_floor.py  the smallest `ulimit -v` under which a command runs, per allocator
                    (command: bench/ulimit_floor.py)
+    misuse_compare.py  roost's misuse catalog in observe mode under glibc, roost, roost-secure
+                   and the peers' hardened builds (command: bench/misuse_compare.py)
 """

@@ -15,7 +15,7 @@ import time
 from . import docs, measure, plots, report
 from .allocators import GLIBC, ROOST, VARIANTS, git_commit, machine_info, resolve_allocators
 from .common import BENCH_DIR, REPO, log, parse_list, rel
-from .peers import PEER_NAMES
+from .peers import DEFAULT_PEERS, OPT_IN_PEERS, PEER_NAMES
 from .workloads import (DEFAULT_THREADS_FULL, SELF_TEST_WORKLOADS, WORKLOADS, make_cases,
                         select_workloads)
 
@@ -33,8 +33,9 @@ def print_list(table, bindir):
         print(f"  {w.key:15} {'+'.join(w.sets):12} {built:9} {sw:24} "
               f"{w.binary_name} {' '.join(w.args)}")
         print(f"  {'':15} {w.label}; figure {w.field}")
-    print("Allocators: roost, glibc, " + ", ".join(PEER_NAMES)
-          + " (peers from bench/suitelib/peers.py); opt-in variants: "
+    print("Allocators: roost, glibc, " + ", ".join(DEFAULT_PEERS)
+          + " (peers from bench/suitelib/peers.py); opt-in peers: " + ", ".join(OPT_IN_PEERS)
+          + "; opt-in variants: "
           + "; ".join(f"{k} ({v[2]})" for k, v in VARIANTS.items()))
 
 

@@ -15,6 +15,12 @@ Provides each peer as a shared library to LD_PRELOAD, ready and checked:
                  snmalloc's release since 0.7.4)          -> libsnmallocshim.so
     mimalloc-v2  libmimalloc-sys (c_src/mimalloc/v2)      -> libmimalloc.so
     mimalloc-v3  libmimalloc-sys (c_src/mimalloc/v3)      -> libmimalloc.so
+  and their hardened builds, from the same sources into their own build
+  directories (opt-in: only when named, never in the default set):
+    snmalloc-checks     snmalloc's checked shim (SNMALLOC_CHECK_CLIENT)
+                                                  -> libsnmallocshim-checks.so
+    mimalloc-v2-secure  v2 with -DMI_SECURE=ON    -> libmimalloc-secure.so
+    mimalloc-v3-secure  v3 with -DMI_SECURE=ON    -> libmimalloc-secure.so
   The crates are pinned (CRATES below). cargo fetches them into its own
   registry cache (~/.cargo/registry, or $CARGO_HOME): a throwaway Cargo project
   under <build_root>/cargo/ depends on the crate, `cargo fetch` downloads it and
@@ -37,6 +43,7 @@ object `malloc` resolves to, which must be <lib>. A peer that cannot be had
 
     from suitelib.peers import ensure_peers
     peers = ensure_peers("build/peers")   # {name: {"lib", "version", "source"} | {"missing"}}
+    ensure_peers(names=["snmalloc-checks"])   # an opt-in peer: only by name
 
     python3 bench/peers.py [--build-root DIR] [--no-install] [--only a,b]
 
@@ -79,25 +86,41 @@ CRATES = {
 }
 
 # Built peers: name -> crate, source directory inside the crate, CMake
-# options, target, library file, version source.
+# options, target, library file, version source; "opt_in": left out of the
+# default set (the hardened builds, for bench/misuse_compare.py).
+_SNMALLOC_OPTIONS = ["-DSNMALLOC_BUILD_TESTING=OFF", "-DSNMALLOC_STATIC_LIBRARY=OFF"]
+_MIMALLOC_OPTIONS = ["-DMI_BUILD_SHARED=ON", "-DMI_BUILD_STATIC=OFF", "-DMI_BUILD_OBJECT=OFF",
+                     "-DMI_BUILD_TESTS=OFF", "-DMI_OVERRIDE=ON"]
 BUILT = collections.OrderedDict([
     ("snmalloc", {
         "crate": "snmalloc-sys", "subdir": "upstream", "target": "snmallocshim",
-        "lib": "libsnmallocshim.so", "version_from": "crate",
-        "options": ["-DSNMALLOC_BUILD_TESTING=OFF", "-DSNMALLOC_STATIC_LIBRARY=OFF"]}),
+        "lib": "libsnmallocshim.so", "version_from": "crate", "options": _SNMALLOC_OPTIONS}),
     ("mimalloc-v2", {
         "crate": "libmimalloc-sys", "subdir": "c_src/mimalloc/v2", "target": "mimalloc",
-        "lib": "libmimalloc.so", "version_from": "mimalloc.h",
-        "options": ["-DMI_BUILD_SHARED=ON", "-DMI_BUILD_STATIC=OFF", "-DMI_BUILD_OBJECT=OFF",
-                    "-DMI_BUILD_TESTS=OFF", "-DMI_OVERRIDE=ON"]}),
+        "lib": "libmimalloc.so", "version_from": "mimalloc.h", "options": _MIMALLOC_OPTIONS}),
     ("mimalloc-v3", {
         "crate": "libmimalloc-sys", "subdir": "c_src/mimalloc/v3", "target": "mimalloc",
-        "lib": "libmimalloc.so", "version_from": "mimalloc.h",
-        "options": ["-DMI_BUILD_SHARED=ON", "-DMI_BUILD_STATIC=OFF", "-DMI_BUILD_OBJECT=OFF",
-                    "-DMI_BUILD_TESTS=OFF", "-DMI_OVERRIDE=ON"]}),
+        "lib": "libmimalloc.so", "version_from": "mimalloc.h", "options": _MIMALLOC_OPTIONS}),
+    # snmalloc's CMakeLists builds this shim from the same sources with
+    # SNMALLOC_CHECK_CLIENT defined (and its checked memcpy where it can override it).
+    ("snmalloc-checks", {
+        "crate": "snmalloc-sys", "subdir": "upstream", "target": "snmallocshim-checks",
+        "lib": "libsnmallocshim-checks.so", "version_from": "crate",
+        "options": _SNMALLOC_OPTIONS, "opt_in": True}),
+    # MI_SECURE=ON defines MI_SECURE=4 and names the library mimalloc-secure.
+    ("mimalloc-v2-secure", {
+        "crate": "libmimalloc-sys", "subdir": "c_src/mimalloc/v2", "target": "mimalloc",
+        "lib": "libmimalloc-secure.so", "version_from": "mimalloc.h",
+        "options": _MIMALLOC_OPTIONS + ["-DMI_SECURE=ON"], "opt_in": True}),
+    ("mimalloc-v3-secure", {
+        "crate": "libmimalloc-sys", "subdir": "c_src/mimalloc/v3", "target": "mimalloc",
+        "lib": "libmimalloc-secure.so", "version_from": "mimalloc.h",
+        "options": _MIMALLOC_OPTIONS + ["-DMI_SECURE=ON"], "opt_in": True}),
 ])
 
 PEER_NAMES = list(DEBIAN) + list(BUILT)
+OPT_IN_PEERS = [n for n, spec in BUILT.items() if spec.get("opt_in")]
+DEFAULT_PEERS = [n for n in PEER_NAMES if n not in OPT_IN_PEERS]
 
 
 def nproc():
@@ -462,11 +485,12 @@ def ensure_peers(build_root=DEFAULT_BUILD_ROOT, names=None, install=True):
     "debian <package> <package version>" or "crates.io <crate> <crate version>"},
     or {"missing": reason}. `build_root` (relative: to the repository root) caches
     the built peers. With install=False nothing is installed, downloaded or built:
-    only what is already there is offered. `names` picks peers (default: all);
-    unknown names raise ValueError. Every offered library passed preload_check().
+    only what is already there is offered. `names` picks peers (default:
+    DEFAULT_PEERS, all but the opt-in ones); unknown names raise ValueError.
+    Every offered library passed preload_check().
     """
     if names is None:
-        names = PEER_NAMES
+        names = DEFAULT_PEERS
     names = list(names)
     bad = [n for n in names if n not in PEER_NAMES]
     if bad:
@@ -507,7 +531,8 @@ def main():
     ap.add_argument("--no-install", action="store_true",
                     help="never apt-get install, fetch or build: report what is already there")
     ap.add_argument("--only", default="",
-                    help=f"comma-separated peers among {','.join(PEER_NAMES)} (default: all)")
+                    help=f"comma-separated peers among {','.join(PEER_NAMES)} (default: all "
+                    f"but the opt-in {','.join(OPT_IN_PEERS)})")
     opts = ap.parse_args()
     names = parse_list(opts.only) or None
     try:
@@ -520,8 +545,8 @@ def main():
     print(json.dumps(peers, indent=1))
     for name, p in peers.items():
         if "missing" in p:
-            print(f"{name:12} MISSING: {p['missing']}", file=sys.stderr)
+            print(f"{name:18} MISSING: {p['missing']}", file=sys.stderr)
         else:
-            print(f"{name:12} {p['version']:10} {p['lib']}  ({p['source']})", file=sys.stderr)
+            print(f"{name:18} {p['version']:10} {p['lib']}  ({p['source']})", file=sys.stderr)
     print(f"peers: {time.monotonic() - t0:.1f} s", file=sys.stderr)
     return 1 if any("missing" in p for p in peers.values()) else 0
