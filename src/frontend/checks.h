@@ -75,16 +75,21 @@ ROOST_INLINE FreeObject* next_checked(unsigned sc, const FreeObject* o) {
   return n;
 }
 
-// `p`, the head of a free list of class `sc`: in the secure build it must
-// be as it was left (its mark, its filled words).
-ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
-  if constexpr (config::kEncodeLinks) {
-    if (ROOST_UNLIKELY(!free_mark::is_set(p))) damaged(nullptr, p, sc);
-  }
+// `p`, the head of a free list of class `sc`: in the secure build its
+// filled words must hold the pattern still...
+ROOST_INLINE void fill_intact(unsigned sc, const FreeObject* p) {
   if constexpr (config::kFillFreed) {
     if (ROOST_UNLIKELY(!free_fill::intact(p, sizeclass::kInfo.info[sc].size)))
       damaged(nullptr, p, sc);
   }
+}
+
+// ...and, for a head no link was checked on the way to, its mark too.
+ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
+  if constexpr (config::kEncodeLinks) {
+    if (ROOST_UNLIKELY(!free_mark::is_set(p))) damaged(nullptr, p, sc);
+  }
+  fill_intact(sc, p);
 }
 
 // `p`, the head of a free list of class `sc` (a list just taken from a
@@ -98,10 +103,7 @@ ROOST_INLINE FreeObject* take_first(unsigned sc, FreeObject* p) {
 // take_first() for the head of a fast list: its mark was checked when it
 // became the head (next_checked), so only its filled words are.
 ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
-  if constexpr (config::kFillFreed) {
-    if (ROOST_UNLIKELY(!free_fill::intact(p, sizeclass::kInfo.info[sc].size)))
-      damaged(nullptr, p, sc);
-  }
+  fill_intact(sc, p);
   return next_checked(sc, p);
 }
 
