@@ -382,7 +382,11 @@ void expect_neighbour_caught(const std::string& fault, size_t size, long offset,
 
 }  // namespace
 
+// A one-byte overflow reaches only the neighbour's link.  Under
+// ROOST_OFFLOAD=1 a freed neighbour waits on the free ring, with no link,
+// until the service links it: the overflow may be overwritten unseen.
 TEST(Overflow, OneByteByStoreIntoAFreeSmallNeighbour) {
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
   expect_neighbour_caught("corrupted free list", 48, 48, 1, true);
 }
 
@@ -391,6 +395,7 @@ TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
 }
 
 TEST(Overflow, OneByteByStoreIntoAFreeMediumNeighbour) {
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
   expect_neighbour_caught("corrupted free list", 2048, 2048, 1, true);
 }
 

@@ -21,6 +21,7 @@ void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
   if (ROOST_UNLIKELY(a->port_ != nullptr)) {
     if (void* p = offload::take(a->port_, sc)) {
+      checks::parked_intact(sc, p);
       count_event(a->counters_.allocs[sc]);
       return p;
     }

@@ -47,9 +47,10 @@ ROOST_INLINE void note_handed_out(void* p) { free_mark::wipe(p); }
 
 // ---- free lists and freed objects (secure build) ----
 
-// An object carved from a slab's tail joins a free list as a freed object
-// would: marked, and filled.
-ROOST_INLINE void note_carved(void* p, uint32_t size) {
+// An object that waits to be handed out without having been freed (one
+// carved from a slab's tail, or one the service put on an offload ring)
+// is kept as a freed object would be: marked, and filled.
+ROOST_INLINE void note_unused(void* p, uint32_t size) {
   if constexpr (config::kEncodeLinks) free_mark::set(p);
   if constexpr (config::kFillFreed) free_fill::fill(p, size);
 }
@@ -98,6 +99,22 @@ ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
 ROOST_INLINE FreeObject* take_first(unsigned sc, FreeObject* p) {
   head_intact(sc, p);
   return next_checked(sc, p);
+}
+
+// An object the service puts on an offload ring (frontend/offload.h) waits
+// there as an unused object whose link ends the list...
+ROOST_INLINE void note_parked(void* p, uint32_t size) {
+  note_unused(p, size);
+  if constexpr (config::kEncodeLinks) freelist::set_next(freelist::as_object(p), nullptr);
+}
+
+// ...and is checked as a list's head when a thread takes it.
+ROOST_INLINE void parked_intact(unsigned sc, void* p) {
+  auto* o = freelist::as_object(p);
+  head_intact(sc, o);
+  if constexpr (config::kEncodeLinks) {
+    if (ROOST_UNLIKELY(freelist::next(o) != nullptr)) damaged(o, nullptr, sc);
+  }
 }
 
 // take_first() for the head of a fast list: its mark was checked when it

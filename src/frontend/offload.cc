@@ -96,10 +96,14 @@ Allocator* service_allocator() {
 }
 
 // An object of class sc for a ring: allocated by the service's allocator and
-// not counted there (it is counted when a thread takes it).
+// not counted there (it is counted when a thread takes it).  Until a thread
+// takes it, it is kept as a free object (the secure build checks it then).
 void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
-  if (p != nullptr) s->count_alloc(sc, -1);
+  if (p == nullptr) return nullptr;
+  s->count_alloc(sc, -1);
+  if constexpr (config::kEncodeLinks || config::kFillFreed)
+    checks::note_parked(p, sizeclass::kInfo.info[sc].size);
   return p;
 }
 

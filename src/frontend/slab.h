@@ -111,7 +111,7 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
     list = freelist::build(first, m->obj_size, count, list);
   if constexpr (config::kEncodeLinks || config::kFillFreed) {
     for (uint32_t i = 0; i < count; i++)
-      checks::note_carved(reinterpret_cast<void*>(first + uintptr_t{i} * m->obj_size), m->obj_size);
+      checks::note_unused(reinterpret_cast<void*>(first + uintptr_t{i} * m->obj_size), m->obj_size);
   }
   // Only a sleeping slab is carved, and its wake count may grow with the
   // objects out: `needed` grows by as much.
