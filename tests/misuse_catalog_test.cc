@@ -69,8 +69,8 @@ std::string hex(const void* p) {
 // property "outcome" and skips (bench/misuse_compare.py reads them).
 void observe(const std::function<void()>& misuse) {
   ChildResult r = run_in_child(misuse, 30);
-  std::string outcome = r.exited ? "exited " + std::to_string(r.exit_code)
-                                 : "signal " + std::to_string(r.signal);
+  std::string outcome =
+      r.exited ? "exited " + std::to_string(r.exit_code) : "signal " + std::to_string(r.signal);
   std::string first_line = r.err.substr(0, r.err.find('\n'));
   ::testing::Test::RecordProperty("outcome", outcome);
   ::testing::Test::RecordProperty("stderr", first_line);
@@ -108,7 +108,13 @@ void free_on_another_thread(void* p) {
 
 // A new user's first try: glibc says "double free detected" here; the
 // default build catches it when the slab's free list is next handed out.
+// Under ROOST_OFFLOAD=1 the allocations come from the service's rings, and
+// the object's frees may wait on the thread's free ring, so whether the
+// default build sees it before the child exits is the service's timing.
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
+  if (offload_on() && build_under_test() == "default")
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the default build catches this only when the service "
+                    "takes the slab's list or carries the frees out";
   void* p = g_malloc(48);
   expect_caught(Caught::kBoth, "double free", p, [p] {
     g_free(p);
@@ -386,7 +392,8 @@ void expect_neighbour_caught(const std::string& fault, size_t size, long offset,
 // ROOST_OFFLOAD=1 a freed neighbour waits on the free ring, with no link,
 // until the service links it: the overflow may be overwritten unseen.
 TEST(Overflow, OneByteByStoreIntoAFreeSmallNeighbour) {
-  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
+  if (offload_on())
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
   expect_neighbour_caught("corrupted free list", 48, 48, 1, true);
 }
 
@@ -395,7 +402,8 @@ TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
 }
 
 TEST(Overflow, OneByteByStoreIntoAFreeMediumNeighbour) {
-  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
+  if (offload_on())
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
   expect_neighbour_caught("corrupted free list", 2048, 2048, 1, true);
 }
 
@@ -443,7 +451,8 @@ TEST(DeleteMismatch, DeleteArrayOfAnObjectFromNew) {
   // one, so the destructor runs once and the free is what is checked.
   std::vector<char*> keep;
   // 48 bytes apart: a 40-byte object's class.
-  Neighbours n = allocate_neighbours(48, &keep, [] { return reinterpret_cast<char*>(new WithDestructor); });
+  Neighbours n =
+      allocate_neighbours(48, &keep, [] { return reinterpret_cast<char*>(new WithDestructor); });
   ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
   auto* object = reinterpret_cast<WithDestructor*>(n.second);
   void* passed = n.second - 8;

@@ -3,9 +3,9 @@
 //
 // Every check here is either free on the fast paths (the default build's)
 // or switched on by the secure build (config.h: kDetectDoubleFree,
-// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages).  A failed check writes one line naming
-// the fault, the address and the size class, then aborts
-// (platform/error.h): nothing on that path allocates or takes a lock.
+// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages).  A failed check writes one line
+// naming the fault, the address and the size class, then aborts (platform/error.h): nothing on that
+// path allocates or takes a lock.
 //
 // Owns: the tests and the fault names.  Must never: change allocator state
 // on a path that found a fault, or cost the default build's fast paths an
@@ -69,7 +69,8 @@ ROOST_INLINE FreeObject* next_checked(unsigned sc, const FreeObject* o) {
   if constexpr (config::kEncodeLinks) {
     if (n != nullptr) {
       uintptr_t apart = reinterpret_cast<uintptr_t>(n) ^ reinterpret_cast<uintptr_t>(o);
-      if (ROOST_UNLIKELY((apart >> sizeclass::kInfo.info[sc].slab_bits) != 0)) damaged(o, nullptr, sc);
+      if (ROOST_UNLIKELY((apart >> sizeclass::kInfo.info[sc].slab_bits) != 0))
+        damaged(o, nullptr, sc);
       if (ROOST_UNLIKELY(!free_mark::is_set(n))) damaged(o, n, sc);
     }
   }
@@ -132,6 +133,13 @@ ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
 ROOST_INLINE void free_list_head(const ChunkMeta* m, const FreeObject* head) {
   if (ROOST_UNLIKELY(head != nullptr && freelist::next(head) == head))
     fault("allocation", kDoubleFree, head, m->obj_size);
+}
+
+// An object about to go back to slab `m` that is its free list's head: a
+// double free with no other free of the slab between.  (For frees off any
+// thread's fast path: the offload service's.)
+ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
+  if (ROOST_UNLIKELY(m->free_head == p)) fault("free", kDoubleFree, p, m->obj_size);
 }
 
 // ---- messages received (secure build) ----

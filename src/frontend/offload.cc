@@ -113,6 +113,7 @@ void* make(Allocator* s, unsigned sc) {
 void unmake(Allocator* s, void* p) {
   ChunkMeta* m = pagemap::lookup(p);
   unsigned sc = m->sizeclass;
+  if (s->owns(m)) checks::not_free_list_head(m, p);
   if (!s->try_free_local(m, p)) s->free_remote(m, p);
   s->count_free(sc, -1);
 }

@@ -1,6 +1,7 @@
 // The checks of frontend/checks.h on a real slab's record: messages and
 // batches that do not fit their slab, a free list whose head is its own
-// successor, sized frees of the wrong size.  Each fault is a death with
+// successor or an object freed while it is the head, sized frees of the
+// wrong size.  Each fault is a death with
 // its diagnostic's text.  (The suite is not named *DeathTest: gtest would
 // run it first, and its released slab would be the chunk that the chunk
 // allocator's tests expect fresh.)
@@ -76,6 +77,17 @@ TEST(Checks, AnObjectFreedTwiceInARowIsFoundWhenItsSlabsListIsTaken) {
   slab::return_object(s.m, s.object(7));
   slab::return_object(s.m, s.object(7));
   EXPECT_DEATH(slab::take_free(s.m), "allocation: double free 0x[0-9a-f]+ \\(size class 48");
+}
+
+TEST(Checks, AFreeOfItsSlabsFreeListHeadIsADoubleFree) {
+  CarvedSlab s;
+  checks::not_free_list_head(s.m, s.object(7));  // nothing free yet: fine
+  slab::return_object(s.m, s.object(7));
+  checks::not_free_list_head(s.m, s.object(9));  // another object: fine
+  slab::return_object(s.m, s.object(9));
+  checks::not_free_list_head(s.m, s.object(7));  // free, but not the head: not seen
+  EXPECT_DEATH(checks::not_free_list_head(s.m, s.object(9)),
+               "free: double free 0x[0-9a-f]+ \\(size class 48");
 }
 
 TEST(Checks, SizedFreesMustNameTheObjectsSize) {
