@@ -325,6 +325,21 @@ TEST(CorruptedFreeList, LinkOverwrittenThenMalloc) {
   });
 }
 
+// A message's link: an object freed on another thread waits in its owner's
+// inbox (posted at that thread's exit) when its first word is overwritten.
+TEST(CorruptedMessage, LinkOverwrittenWhileInItsOwnersInbox) {
+  if (offload_on())
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the free waits on the thread's free ring, and the "
+                    "service sends it on later";
+  char* p = static_cast<char*>(g_malloc(96));
+  expect_caught(Caught::kSecure, "corrupted message", p, [p] {
+    free_on_another_thread(p);
+    uintptr_t forged = reinterpret_cast<uintptr_t>(p) + 8;
+    memcpy(p, &forged, sizeof(forged));
+    for (int i = 0; i < 100000; i++) escape(g_malloc(96));
+  });
+}
+
 // Overflows and underflows into a free neighbour, caught when the
 // neighbour is handed out (an overflow into a live neighbour, or into the
 // slack of the object's own size class, is not caught yet).  Each names

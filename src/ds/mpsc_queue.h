@@ -59,11 +59,16 @@ class MpscQueue {
   // never returned: when it comes to the front it is skipped, and when a
   // real node is the last one the stub is re-enqueued behind it so that
   // node can be handed out (one exchange per drained batch).
-  QueueNode* dequeue() {
+  // `check_link(holder, next)` sees every link before the queue follows it
+  // (`holder` nullptr for the stub's): a caller that knows what the nodes
+  // are may stop there at one that is not a node.
+  template <typename CheckLink>
+  QueueNode* dequeue(CheckLink&& check_link) {
     QueueNode* front = front_.load(std::memory_order_relaxed);
     QueueNode* next = front->next.load(std::memory_order_acquire);
     if (front == &stub_) {
       if (next == nullptr) return nullptr;
+      check_link(nullptr, next);
       front_.store(next, std::memory_order_relaxed);
       front = next;
       next = front->next.load(std::memory_order_acquire);
@@ -77,8 +82,12 @@ class MpscQueue {
       next = front->next.load(std::memory_order_acquire);
       if (next == nullptr) return nullptr;
     }
+    if (next != &stub_) check_link(front, next);
     front_.store(next, std::memory_order_relaxed);
     return front;
+  }
+  QueueNode* dequeue() {
+    return dequeue([](const QueueNode*, const QueueNode*) {});
   }
 
  private:

@@ -30,7 +30,8 @@ void damaged(const FreeObject* holder, const void* p, unsigned sc) {
   if (p != nullptr) {
     const ChunkMeta* m = pagemap::lookup(p);
     bool start = m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, p);
-    if (start || holder == nullptr) fault(kAllocating, start ? kFreedObjectWritten : kCorruptedFreeList, p, size);
+    if (start || holder == nullptr)
+      fault(kAllocating, start ? kFreedObjectWritten : kCorruptedFreeList, p, size);
   }
   fault(kAllocating, kCorruptedFreeList, holder, size);
 }
@@ -39,6 +40,17 @@ void message(const ChunkMeta* m, const void* node) {
   if (m == nullptr) fault(kReceiving, kCorruptedMessage, node, 0);
   if (m->kind != ChunkKind::kSlab || !in_slab(m, node))
     fault(kReceiving, kCorruptedMessage, node, m->kind == ChunkKind::kSlab ? m->obj_size : 0);
+}
+
+void message_link(const void* holder, const void* next) {
+  const ChunkMeta* m = pagemap::lookup(next);
+  if (m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, next) &&
+      (!config::kDetectDoubleFree || free_mark::is_set(next)))
+    return;
+  const void* named = holder != nullptr ? holder : next;
+  const ChunkMeta* hm = pagemap::lookup(named);
+  fault(kReceiving, kCorruptedMessage, named,
+        hm != nullptr && hm->kind == ChunkKind::kSlab ? hm->obj_size : 0);
 }
 
 void batch(const ChunkMeta* m, const slab_batch::Batch& b) {

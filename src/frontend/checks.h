@@ -144,6 +144,10 @@ ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
 
 // ---- messages received (secure build) ----
 
+// The inbox is about to follow `holder`'s link (nullptr: its stub's) to
+// `next`: `next` must be an object start of a slab, and carry its free
+// mark (secure build), or `holder`'s link was overwritten.
+void message_link(const void* holder, const void* next);
 // The message `node` is about to be received: it must lie at an object
 // start of a slab...
 void message(const ChunkMeta* m, const void* node);

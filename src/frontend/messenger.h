@@ -187,8 +187,16 @@ class Messenger {
   // The next batch to receive, the inbox held: the sorted ones first.
   QueueNode* next_batch() {
     QueueNode* node = sorted_first_.load(std::memory_order_relaxed);
-    if (node == nullptr) return inbox_.dequeue();
-    sorted_first_.store(node->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (node == nullptr) {
+      return inbox_.dequeue([](const QueueNode* holder, const QueueNode* next) {
+        if constexpr (config::kCheckMessages) checks::message_link(holder, next);
+      });
+    }
+    QueueNode* next = node->next.load(std::memory_order_relaxed);
+    if constexpr (config::kCheckMessages) {
+      if (next != nullptr) checks::message_link(node, next);
+    }
+    sorted_first_.store(next, std::memory_order_relaxed);
     return node;
   }
 

@@ -9,6 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
 #include "backend/chunk_allocator.h"
 #include "frontend/slab.h"
 
@@ -39,6 +43,12 @@ struct CarvedSlab {
   ChunkMeta* m;
 };
 
+std::string hex(const void* p) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "0x%" PRIxPTR, reinterpret_cast<uintptr_t>(p));
+  return buf;
+}
+
 }  // namespace
 
 TEST(Checks, AMessageOutsideEverySlabIsCorrupted) {
@@ -51,6 +61,19 @@ TEST(Checks, AMessageInsideAnObjectIsCorrupted) {
   checks::message(s.m, s.object(3));  // an object start: fine
   EXPECT_DEATH(checks::message(s.m, reinterpret_cast<char*>(s.object(3)) + 16),
                "corrupted message 0x[0-9a-f]+ \\(size class 48 bytes\\)");
+}
+
+TEST(Checks, AMessageLinkMustLeadToAnObjectStartAndNameItsHolder) {
+  CarvedSlab s;
+  checks::message_link(s.object(2), s.object(3));  // an object start: fine
+  checks::message_link(nullptr, s.object(3));
+  auto* inside = reinterpret_cast<char*>(s.object(3)) + 8;
+  EXPECT_DEATH(checks::message_link(s.object(2), inside),
+               "receiving a message: corrupted message " + hex(s.object(2)) + " \\(size class 48");
+  alignas(16) static char not_a_slab[64];
+  EXPECT_DEATH(checks::message_link(s.object(2), not_a_slab),
+               "corrupted message " + hex(s.object(2)));
+  EXPECT_DEATH(checks::message_link(nullptr, inside), "corrupted message " + hex(inside));
 }
 
 TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {

@@ -2,7 +2,8 @@
 // behaviour, the stub being re-enqueued internally so the last node comes
 // out without a further enqueue, and many producers (more than cores)
 // appending batches while one consumer takes everything: each node exactly
-// once, and every producer's nodes in the order it enqueued them.  Runs in
+// once, and every producer's nodes in the order it enqueued them; the
+// consumer's link check.  Runs in
 // every build tree, ThreadSanitizer's included.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ds/mpsc_queue.h"
@@ -78,6 +80,29 @@ TEST(MpscQueue, LastNodeOfABatchIsDequeuedWithoutAFurtherEnqueue) {
   for (size_t i = 0; i < items.size(); i++) EXPECT_EQ(q.dequeue(), &items[i].node) << i;
   EXPECT_EQ(q.dequeue(), nullptr);
   EXPECT_FALSE(q.maybe_nonempty());
+}
+
+// The consumer's check sees each link before the queue follows it: the
+// stub's (holder nullptr) to the first node, then each node's to the next;
+// never a link to the stub.
+TEST(MpscQueue, TheConsumersCheckSeesEveryLinkBeforeItIsFollowed) {
+  MpscQueue q;
+  std::vector<Item> items(3);
+  link(items.data(), 0, 2);
+  q.enqueue(&items[0].node, &items[2].node);
+  std::vector<std::pair<const QueueNode*, const QueueNode*>> seen;
+  auto record = [&seen](const QueueNode* holder, const QueueNode* next) {
+    seen.emplace_back(holder, next);
+  };
+  for (size_t i = 0; i < items.size(); i++) EXPECT_EQ(q.dequeue(record), &items[i].node) << i;
+  EXPECT_EQ(q.dequeue(record), nullptr);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].first, nullptr);
+  EXPECT_EQ(seen[0].second, &items[0].node);
+  EXPECT_EQ(seen[1].first, &items[0].node);
+  EXPECT_EQ(seen[1].second, &items[1].node);
+  EXPECT_EQ(seen[2].first, &items[1].node);
+  EXPECT_EQ(seen[2].second, &items[2].node);
 }
 
 TEST(MpscQueue, InterleavedEnqueueAndDequeueKeepFifoOrder) {
