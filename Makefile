@@ -1,16 +1,22 @@
 # The README's two commands: `make bench` and `make test` (`make bench-full`:
 # the long benchmark run that regenerates docs/BENCHMARKS.md; `make soak`:
-# the soak of tests/soak/, opt-in, SOAK_SECONDS per build).
+# the soak of tests/soak/, opt-in, SOAK_SECONDS per build; `make fuzz-long`:
+# the libFuzzer harnesses of tests/fuzz/, opt-in, FUZZ_SECONDS each, on a
+# corpus kept in build/fuzz/corpus/).
 # Build trees live under build/: debug, release, asan and tsan (the
-# non-overriding parts under AddressSanitizer / ThreadSanitizer); `make test`
-# runs the debug and tsan trees a second time with ROOST_OFFLOAD=1.
+# non-overriding parts under AddressSanitizer / ThreadSanitizer), and fuzz
+# (clang, ROOST_FUZZ=ON: the harnesses against libroost.a and
+# libroost-secure.a).  `make test` runs every ctest suite of the first four,
+# the debug and tsan trees a second time with ROOST_OFFLOAD=1, and the four
+# fuzz binaries for FUZZ_TEST_SECONDS each (about a minute) on a temporary
+# copy of the seeds (`make test-fuzz`).
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan test test-debug test-release test-asan test-tsan test-offload bench bench-full soak install clean format
+.PHONY: all release debug asan tsan fuzz test test-debug test-release test-asan test-tsan test-offload test-fuzz fuzz-long bench bench-full soak install clean format
 
 all: release
 
@@ -23,8 +29,9 @@ CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=
 CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_BENCH=ON
 CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=address
 CMAKE_ARGS_tsan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=thread
+CMAKE_ARGS_fuzz := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOST_FUZZ=ON -DROOST_TESTS=OFF -DROOST_BENCH=OFF
 
-release debug asan tsan: %: build/%/.configured
+release debug asan tsan fuzz: %: build/%/.configured
 	$(CMAKE) --build build/$* -j $(JOBS)
 
 test-release test-debug test-asan test-tsan: test-%: %
@@ -36,7 +43,20 @@ test-offload: debug tsan
 	ROOST_OFFLOAD=1 ctest --test-dir build/debug $(CTEST_FLAGS)
 	ROOST_OFFLOAD=1 ctest --test-dir build/tsan $(CTEST_FLAGS)
 
-test: test-debug test-release test-asan test-tsan test-offload
+# The fuzz harnesses (tests/fuzz/), bounded: each of the four binaries for
+# FUZZ_TEST_SECONDS on a temporary copy of the seeds; what they find goes to
+# build/fuzz/findings/.
+FUZZ_TEST_SECONDS ?= 15
+test-fuzz: fuzz
+	bash tests/fuzz/run_fuzzers.sh --seconds $(FUZZ_TEST_SECONDS)
+
+test: test-debug test-release test-asan test-tsan test-offload test-fuzz
+
+# The fuzz harnesses for FUZZ_SECONDS each, on a corpus kept between runs in
+# build/fuzz/corpus/.
+FUZZ_SECONDS ?= 600
+fuzz-long: fuzz
+	bash tests/fuzz/run_fuzzers.sh --seconds $(FUZZ_SECONDS) --corpus build/fuzz/corpus
 
 # The soak, twice: roost_* under AddressSanitizer, then malloc & co. linked
 # to libroost.a (Release); both run even when the first fails.
