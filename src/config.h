@@ -223,6 +223,18 @@ inline constexpr bool kFillFreed = ROOST_SECURE_FILL != 0;
 #endif
 inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
 
+// malloc(0) and the other zero-size allocations (alignments up to
+// kZeroSizeMaxAlign) return addresses in one inaccessible range
+// (backend/zero_size.h): a read or write through one faults at once.  Unique
+// until kZeroSizeRangeBytes / 16 of them have been handed out; freeing one
+// does nothing, and malloc_usable_size() says 0.
+#ifndef ROOST_SECURE_ZERO_SIZE
+#define ROOST_SECURE_ZERO_SIZE ROOST_SECURE
+#endif
+inline constexpr bool kZeroSizeFaults = ROOST_SECURE_ZERO_SIZE != 0;
+inline constexpr size_t kZeroSizeRangeBytes = size_t{64} << 20;
+inline constexpr size_t kZeroSizeMaxAlign = 4096;
+
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.
 inline constexpr unsigned kWakeShift = 3;

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -55,6 +56,8 @@ enum class Caught { kBoth, kSecure };
 // about the misuse.
 void (*volatile g_free)(void*) = free;
 void* (*volatile g_malloc)(size_t) = malloc;
+// A zero the compiler cannot see as one.
+volatile size_t g_zero = 0;
 
 char g_global[4096] __attribute__((aligned(64)));
 
@@ -77,24 +80,52 @@ void observe(const std::function<void()>& misuse) {
   GTEST_SKIP() << outcome << ": " << first_line;
 }
 
+// What every case shares: the child's result, or nothing when the case
+// does not run here (skipped, saying why, or only observed).
+std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& misuse) {
+  std::string build = build_under_test();
+  if (build == "observe") {
+    observe(misuse);
+    return std::nullopt;
+  }
+  if (build != "default" && build != "secure") {
+    [] { GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure"; }();
+    return std::nullopt;
+  }
+  if (!roost_active()) {
+    ADD_FAILURE() << "roost is not serving this process";
+    return std::nullopt;
+  }
+  if (caught == Caught::kSecure && build == "default") {
+    [] { GTEST_SKIP() << "the default build is not meant to catch this (libroost-secure is)"; }();
+    return std::nullopt;
+  }
+  return run_in_child(misuse, 30);
+}
+
 // Runs `misuse` in a child and checks that the build under test stops it
 // as `caught` says, with `fault` (a regular expression) naming `addr`.
 void expect_caught(Caught caught, const std::string& fault, const void* addr,
                    const std::function<void()>& misuse) {
-  std::string build = build_under_test();
-  if (build == "observe") return observe(misuse);
-  if (build != "default" && build != "secure")
-    GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure";
-  if (!roost_active()) FAIL() << "roost is not serving this process";
-  if (caught == Caught::kSecure && build == "default")
-    GTEST_SKIP() << "the default build is not meant to catch this (libroost-secure is)";
-  ChildResult r = run_in_child(misuse, 30);
-  ASSERT_FALSE(r.exited) << "not caught: " << r.describe();
-  EXPECT_EQ(r.signal, SIGABRT) << r.describe();
+  std::optional<ChildResult> r = run_case(caught, misuse);
+  if (!r) return;
+  ASSERT_FALSE(r->exited) << "not caught: " << r->describe();
+  EXPECT_EQ(r->signal, SIGABRT) << r->describe();
   std::regex line("roost: [^\n]*: " + fault + " " + hex(addr) + "( [^\n]*)?\n");
-  EXPECT_TRUE(std::regex_match(r.err, line))
+  EXPECT_TRUE(std::regex_match(r->err, line))
       << "wanted one line \"roost: <where>: " << fault << " " << hex(addr) << "\", got:\n"
-      << r.err;
+      << r->err;
+}
+
+// Runs `misuse` in a child and checks that the build under test stops it at
+// the access itself: the address faults (SIGSEGV, the kernel's; roost
+// writes nothing).
+void expect_access_faults(Caught caught, const std::function<void()>& misuse) {
+  std::optional<ChildResult> r = run_case(caught, misuse);
+  if (!r) return;
+  ASSERT_FALSE(r->exited) << "not caught: " << r->describe();
+  EXPECT_EQ(r->signal, SIGSEGV) << r->describe();
+  EXPECT_EQ(r->err, "");
 }
 
 // An object freed on another thread, joined before returning.
@@ -434,6 +465,34 @@ TEST(Underflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
   expect_neighbour_caught("write to a freed object", 64, -32, 32, false);
 }
 
+// ---- zero-size allocations ----------------------------------------------
+
+TEST(ZeroSize, ReadOfMallocZero) {
+  expect_access_faults(Caught::kSecure, [] {
+    auto* z = static_cast<volatile char*>(g_malloc(0));
+    escape(const_cast<char*>(z));
+    char c = z[0];
+    escape(&c);
+  });
+}
+
+TEST(ZeroSize, WriteIntoMallocZeroByMemcpy) {
+  expect_access_faults(Caught::kSecure, [] {
+    void* z = g_malloc(0);
+    memcpy(z, g_bytes, 8);
+    escape(z);
+  });
+}
+
+TEST(ZeroSize, ReadOfAnEmptyNewArray) {
+  expect_access_faults(Caught::kSecure, [] {
+    auto* z = new char[g_zero];
+    escape(z);
+    char c = static_cast<volatile char*>(z)[0];
+    escape(&c);
+  });
+}
+
 // ---- delete and delete[] mismatched -----------------------------------------
 //
 // For a type with a destructor, new[] puts the element count before the
@@ -525,6 +584,39 @@ TEST(SizeMismatch, RightSizesAreAccepted) {
     void* r = realloc(g_malloc(size), size + 10);
     free_sized(r, size + 10);
   }
+}
+
+// ---- the secure build's zero-size allocations ----------------------------------
+
+TEST(SecureZeroSize, AreUniqueAlignedFreeableAndEmpty) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  std::vector<void*> zs;
+  for (int i = 0; i < 1000; i++) zs.push_back(g_malloc(0));
+  for (size_t align : {size_t{32}, size_t{64}, size_t{4096}}) {
+    void* a = aligned_alloc(align, 0);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % align, 0u) << align;
+    zs.push_back(a);
+  }
+  zs.push_back(calloc(0, 8));
+  zs.push_back(::operator new(g_zero));
+  std::vector<void*> sorted = zs;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  for (void* z : zs) {
+    ASSERT_NE(z, nullptr);
+    EXPECT_EQ(malloc_usable_size(z), 0u);
+  }
+  // realloc from one: new memory, nothing to copy.
+  auto* grown = static_cast<char*>(realloc(zs[0], 100));
+  ASSERT_NE(grown, nullptr);
+  memset(grown, 7, 100);
+  EXPECT_GE(malloc_usable_size(grown), 100u);
+  free(grown);
+  ::operator delete (zs.back(), size_t{0});
+  zs.pop_back();
+  free_sized(zs.back(), 0);
+  zs.pop_back();
+  for (size_t i = 1; i < zs.size(); i++) g_free(zs[i]);
 }
 
 // ---- the secure build's reuse order -----------------------------------------

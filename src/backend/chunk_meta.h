@@ -26,6 +26,9 @@ enum class ChunkKind : uint8_t {
   // huge object's first granule until that granule is used again, so that a
   // second free of the object is told as one.
   kFreedLarge,
+  // The secure build's inaccessible range of zero-size allocations
+  // (backend/zero_size.h).
+  kZeroSize,
 };
 
 enum class SlabState : uint8_t {

@@ -11,6 +11,7 @@
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
+#include "backend/zero_size.h"
 #include "ds/spinlock.h"
 #include "frontend/offload.h"
 #include "frontend/service.h"
@@ -115,6 +116,7 @@ void help_pooled() {
 void prefork() {
   offload::lock_for_fork();
   g_lock.lock();
+  zero_size::lock_for_fork();
   large::lock_for_fork();
   chunks::lock_for_fork();
   meta_arena::lock_for_fork();
@@ -124,6 +126,7 @@ void postfork(bool child) {
   meta_arena::unlock_after_fork(child);
   chunks::unlock_after_fork(child);
   large::unlock_after_fork(child);
+  zero_size::unlock_after_fork(child);
   g_lock.unlock_after_fork(child);
   offload::unlock_after_fork(child);
 }

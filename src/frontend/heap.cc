@@ -6,6 +6,7 @@
 
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
+#include "backend/zero_size.h"
 #include "frontend/service.h"
 #include "platform/error.h"
 
@@ -49,6 +50,16 @@ void* alloc_large(size_t size, size_t align, bool zero) {
   return p;
 }
 
+void* alloc_zero_size(size_t align) {
+  if (config::kZeroSizeFaults && pool::global_init()) {
+    if (void* p = zero_size::alloc(align)) return p;
+  }
+  if (align <= config::kMinAlloc) return pool::current()->alloc(sizeclass::from_size(1));
+  unsigned sc = sizeclass::for_aligned(1, align);
+  if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
+  return alloc_large(1, align, false);
+}
+
 namespace {
 
 // Every free the remote path does not take: null, foreign and interior
@@ -84,6 +95,10 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
         invalid(where, "invalid pointer (interior of an object)", p);
       large::free(m);
       service::at_safe_point();
+      return;
+    case ChunkKind::kZeroSize:
+      if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
+        invalid(where, "invalid pointer (not a zero-size allocation)", p);
       return;
     default:
       invalid(where, not_live(p, m, checks::kDoubleFree), p);
@@ -121,6 +136,8 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
 
 void* alloc_aligned(size_t align, size_t size) {
   if (align <= config::kMinAlloc) return alloc(size);
+  if (config::kZeroSizeFaults && size == 0 && align <= config::kZeroSizeMaxAlign)
+    return alloc_zero_size(align);
   unsigned sc = sizeclass::for_aligned(size, align);
   if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
   return alloc_large(size, align, false);
@@ -143,6 +160,11 @@ size_t usable_size(const void* p, const char* where) {
     if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
     return m->obj_size;
   }
+  if (m->kind == ChunkKind::kZeroSize) {
+    if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
+      invalid(where, "invalid pointer (not a zero-size allocation)", p);
+    return 0;
+  }
   if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
     invalid(where, not_live(p, m, "invalid pointer (a freed object)"), p);
   if (reinterpret_cast<uintptr_t>(p) != m->base)
@@ -156,7 +178,8 @@ void* resize(void* p, size_t size) {
   if (m->kind == ChunkKind::kSlab) {
     // Same class: stay in place.
     if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
-  } else if (size > config::kMaxSmall && large::resize_in_place(m, size)) {
+  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall &&
+             large::resize_in_place(m, size)) {
     return p;
   }
   void* q = alloc(size);

@@ -14,6 +14,10 @@ namespace roost::heap {
 
 // Slow paths (heap.cc).
 ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
+// A zero-size allocation aligned to `align` (secure build: an address that
+// faults on access; else, or when that cannot be had, an object as for one
+// byte).
+ROOST_NOINLINE void* alloc_zero_size(size_t align);
 // A free the fast path did not take: `m` is its lookup (not nullptr), `a`
 // the calling thread's allocator.  The usual case is another allocator's
 // object, which goes straight to the remote-free path.
@@ -23,6 +27,9 @@ ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char
 ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
 ROOST_INLINE void* alloc(size_t size) {
+  if constexpr (config::kZeroSizeFaults) {
+    if (ROOST_UNLIKELY(size == 0)) return alloc_zero_size(config::kMinAlloc);
+  }
   if (ROOST_LIKELY(size <= config::kTableClassified))
     return pool::current()->alloc(sizeclass::from_size_table(size));
   if (ROOST_LIKELY(size <= config::kMaxSmall))

@@ -95,6 +95,8 @@ bool release(void* p, size_t size) {
   return munmap(p, size) == 0;
 }
 
+bool make_inaccessible(void* p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
+
 bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge)) return false;
   return madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE) == 0;

@@ -4,8 +4,8 @@
 // picks), purge, the address-space limit, page size, the thread-exit hook,
 // fork hooks, roost's own thread and its sleep and wake-up (futex), the
 // process id, files written by name (the statistics report), and the
-// test-only fault injection that makes the OS refuse.  Must never: allocate through malloc, call stdio, or hold allocator policy
-// (which chunk, where, when to purge: that is the backend's).
+// test-only fault injection that makes the OS refuse.  Must never: allocate through malloc, call
+// stdio, or hold allocator policy (which chunk, where, when to purge: that is the backend's).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +32,10 @@ Placement reserve_at(uintptr_t addr, size_t size);
 // Returns address space reserved above to the OS; false if it refused (the
 // range stays reserved).
 bool release(void* p, size_t size);
+
+// Makes [p, p+size) (page-aligned, reserved above) fault on every read and
+// write; false if the OS refused.
+bool make_inaccessible(void* p, size_t size);
 
 // Gives the physical pages under [p, p+size) back; the range stays reserved
 // and reads as zero afterwards when `zero` is set (MADV_DONTNEED), or may

@@ -1,0 +1,68 @@
+// backend/zero_size.cc — implementation of backend/zero_size.h.
+#include "backend/zero_size.h"
+
+#include <atomic>
+#include <new>
+
+#include "backend/address_space.h"
+#include "backend/meta_arena.h"
+#include "backend/pagemap.h"
+#include "config.h"
+#include "ds/bits.h"
+#include "ds/spinlock.h"
+#include "platform/os.h"
+
+namespace roost::zero_size {
+
+namespace {
+
+constexpr size_t kRange = config::kZeroSizeRangeBytes;
+static_assert(bits::is_pow2(kRange) && kRange >= config::kGranule);
+static_assert(config::kZeroSizeMaxAlign <= config::kGranule);
+
+SpinLock g_lock;  // guards the range's set-up
+std::atomic<uintptr_t> g_base{0};
+std::atomic<bool> g_refused{false};  // the OS refused the range: never asked again
+std::atomic<uint64_t> g_next{0};     // 16-byte steps handed out
+
+ROOST_SLOW uintptr_t set_up() {
+  LockGuard guard(g_lock);
+  uintptr_t base = g_base.load(std::memory_order_acquire);
+  if (base != 0 || g_refused.load(std::memory_order_relaxed)) return base;
+  void* meta_mem = meta_arena::alloc(sizeof(ChunkMeta), alignof(ChunkMeta));
+  void* p = meta_mem == nullptr ? nullptr : address_space::reserve_huge(kRange, config::kGranule);
+  if (p == nullptr || !os::make_inaccessible(p, kRange)) {
+    // The metadata block stays with meta_arena; the range, if any, stays
+    // reserved (nothing else can use it).
+    g_refused.store(true, std::memory_order_relaxed);
+    return 0;
+  }
+  auto* m = new (meta_mem) ChunkMeta();
+  set_kind(m, ChunkKind::kZeroSize);
+  m->owner = kNoOwner;
+  m->base = reinterpret_cast<uintptr_t>(p);
+  pagemap::set_range(m->base, kRange, m);
+  g_base.store(m->base, std::memory_order_release);
+  return m->base;
+}
+
+}  // namespace
+
+void* alloc(size_t align) {
+  uintptr_t base = g_base.load(std::memory_order_acquire);
+  if (ROOST_UNLIKELY(base == 0)) {
+    if (g_refused.load(std::memory_order_relaxed)) return nullptr;
+    base = set_up();
+    if (base == 0) return nullptr;
+  }
+  size_t steps = align <= config::kMinAlloc ? 1 : align / config::kMinAlloc;
+  uint64_t n = g_next.fetch_add(steps, std::memory_order_relaxed);
+  uintptr_t offset = bits::align_up((n * config::kMinAlloc) & (kRange - 1), align);
+  if (offset >= kRange) offset = 0;
+  return reinterpret_cast<void*>(base + offset);
+}
+
+void lock_for_fork() { g_lock.lock(); }
+void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
+
+}  // namespace roost::zero_size

@@ -1,0 +1,32 @@
+// backend/zero_size.h — the secure build's zero-size allocations: addresses
+// that fault on every read and write.
+//
+// Owns: one range of address space, reserved the first time it is needed,
+// made inaccessible and mapped in the pagemap to a record of kind
+// kZeroSize; each allocation is the next 16-byte step in it (aligned
+// further when asked), so addresses are unique until the range has been
+// gone round (config::kZeroSizeRangeBytes / 16 allocations).  Freeing one
+// does nothing.  Must never: hand out an address that can be read or
+// written, or be used by the default build (config::kZeroSizeFaults).
+#pragma once
+
+#include <cstddef>
+
+#include "backend/chunk_meta.h"
+
+namespace roost::zero_size {
+
+// An address for a zero-size allocation aligned to `align` (a power of two,
+// at most config::kZeroSizeMaxAlign); nullptr when the range cannot be had
+// (the caller then allocates an object as for one byte).  Needs the pagemap.
+void* alloc(size_t align);
+
+// Is `m` the range's record?
+inline bool is_zero_size(const ChunkMeta* m) { return m->kind == ChunkKind::kZeroSize; }
+
+// Around fork(): taken before the metadata arena's and the address space's
+// locks (the range's set-up takes them).
+void lock_for_fork();
+void unlock_after_fork(bool child);
+
+}  // namespace roost::zero_size

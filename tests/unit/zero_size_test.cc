@@ -1,0 +1,65 @@
+// Zero-size allocations (backend/zero_size.h): 16-byte steps in one range
+// the pagemap maps to a kZeroSize record, aligned when asked, unique until
+// the range has been gone round (then it starts over), and faulting on
+// every read and write.  The module does not depend on the secure build's
+// switch (only its callers do), so it is tested here in every tree.
+#include "backend/zero_size.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+
+#include "backend/pagemap.h"
+#include "config.h"
+
+using namespace roost;
+
+namespace {
+
+uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+}  // namespace
+
+TEST(ZeroSize, StepsAreUniqueAlignedAndMappedToTheRangesRecord) {
+  ASSERT_TRUE(pagemap::init());
+  std::set<uintptr_t> seen;
+  for (int i = 0; i < 1000; i++) {
+    void* p = zero_size::alloc(16);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(addr(p) % 16, 0u);
+    EXPECT_TRUE(seen.insert(addr(p)).second) << "handed out twice: " << p;
+    ChunkMeta* m = pagemap::lookup(p);
+    ASSERT_NE(m, nullptr);
+    EXPECT_TRUE(zero_size::is_zero_size(m));
+  }
+  for (size_t align : {size_t{32}, size_t{256}, config::kZeroSizeMaxAlign}) {
+    void* p = zero_size::alloc(align);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(addr(p) % align, 0u) << align;
+    EXPECT_TRUE(seen.insert(addr(p)).second);
+  }
+}
+
+TEST(ZeroSize, TheRangeIsGoneRoundThenStartsOver) {
+  ASSERT_TRUE(pagemap::init());
+  uintptr_t first = addr(zero_size::alloc(16));
+  uintptr_t lowest = first, highest = first;
+  constexpr size_t kSteps = config::kZeroSizeRangeBytes / config::kMinAlloc;
+  bool back = false;
+  for (size_t i = 1; i <= kSteps; i++) {
+    uintptr_t a = addr(zero_size::alloc(16));
+    lowest = a < lowest ? a : lowest;
+    highest = a > highest ? a : highest;
+    back |= a == first;
+  }
+  EXPECT_TRUE(back) << "the range was gone round without coming back to its first step";
+  EXPECT_EQ(highest - lowest, config::kZeroSizeRangeBytes - config::kMinAlloc);
+}
+
+TEST(ZeroSize, ReadsAndWritesFault) {
+  ASSERT_TRUE(pagemap::init());
+  auto* p = static_cast<volatile char*>(zero_size::alloc(16));
+  EXPECT_DEATH((void)p[0], "");
+  EXPECT_DEATH(p[8] = 1, "");
+}
