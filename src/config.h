@@ -213,11 +213,14 @@ static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free m
 // it is freed (or carved) and checked when it is handed out again: a write
 // after free (or an overflow into a free neighbour) within them is caught
 // at reuse.  48 bytes: every object's first 64, one cache line's worth, so
-// the cost stays a few instructions whatever the size.
+// the cost stays a few instructions whatever the size.  Needs the marks
+// (DOUBLE_FREE).
 #ifndef ROOST_SECURE_FILL
 #define ROOST_SECURE_FILL ROOST_SECURE
 #endif
 inline constexpr bool kFillFreed = ROOST_SECURE_FILL != 0;
+static_assert(!kFillFreed || kDetectDoubleFree,
+              "the freed pattern is written where the mark is set (DOUBLE_FREE)");
 #ifndef ROOST_SECURE_FILL_BYTES
 #define ROOST_SECURE_FILL_BYTES 48
 #endif
