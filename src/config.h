@@ -228,9 +228,10 @@ inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
 
 // malloc(0) and the other zero-size allocations (alignments up to
 // kZeroSizeMaxAlign) return addresses in one inaccessible range
-// (backend/zero_size.h): a read or write through one faults at once.  Unique
-// until kZeroSizeRangeBytes / 16 of them have been handed out; freeing one
-// does nothing, and malloc_usable_size() says 0.
+// (backend/zero_size.h): a read or write through one faults at once.  No
+// two live ones share an address (kZeroSizeRangeBytes / 16 of them at
+// most), a second free of one is a double free, and malloc_usable_size()
+// says 0.
 #ifndef ROOST_SECURE_ZERO_SIZE
 #define ROOST_SECURE_ZERO_SIZE ROOST_SECURE
 #endif

@@ -229,6 +229,14 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
   });
 }
 
+TEST(DoubleFree, ZeroSizeAllocation) {
+  void* p = g_malloc(g_zero);
+  expect_caught(Caught::kSecure, "double free", p, [p] {
+    g_free(p);
+    g_free(p);
+  });
+}
+
 TEST(DoubleFree, LargeObject) {
   void* p = g_malloc(1 << 20);
   expect_caught(Caught::kBoth, "double free", p, [p] {

@@ -3,11 +3,12 @@
 //
 // Owns: one range of address space, reserved the first time it is needed,
 // made inaccessible and mapped in the pagemap to a record of kind
-// kZeroSize; each allocation is the next 16-byte step in it (aligned
-// further when asked), so addresses are unique until the range has been
-// gone round (config::kZeroSizeRangeBytes / 16 allocations).  Freeing one
-// does nothing.  Must never: hand out an address that can be read or
-// written, or be used by the default build (config::kZeroSizeFaults).
+// kZeroSize, and a bitmap of which of its 16-byte steps are allocated.
+// Each allocation is the next free step (aligned further when asked), so no
+// two live ones share an address; the steps go round the range.  A free
+// clears the step's bit, so a second free of it is seen.  Must never: hand
+// out an address that can be read or written, or be used by the default
+// build (config::kZeroSizeFaults).
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,13 @@ namespace roost::zero_size {
 
 // An address for a zero-size allocation aligned to `align` (a power of two,
 // at most config::kZeroSizeMaxAlign); nullptr when the range cannot be had
-// (the caller then allocates an object as for one byte).  Needs the pagemap.
+// or no free step turns up soon (the caller then allocates an object as for
+// one byte).  Needs the pagemap.
 void* alloc(size_t align);
+
+// Frees `p`, a step of the range; false when it was not allocated (freed
+// already, or never handed out).
+bool free(const void* p);
 
 // Is `m` the range's record?
 inline bool is_zero_size(const ChunkMeta* m) { return m->kind == ChunkKind::kZeroSize; }

@@ -99,6 +99,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
     case ChunkKind::kZeroSize:
       if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
         invalid(where, "invalid pointer (not a zero-size allocation)", p);
+      if (!zero_size::free(p)) invalid(where, checks::kDoubleFree, p);
       return;
     default:
       invalid(where, not_live(p, m, checks::kDoubleFree), p);

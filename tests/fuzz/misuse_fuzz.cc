@@ -296,7 +296,10 @@ void plan_corrupted_link(InputReader& in, Plan& plan) {
   Cast cast;
   Actor owner = in.u8() & 1 ? kHelperA : kMain;
   Prefix(in).add_to(plan, owner);
+  // At least a byte: the secure build's zero-size allocations have no
+  // memory to overwrite (an access faults).
   plan.victim_size = decode_small_size(in);
+  if (plan.victim_size == 0) plan.victim_size = 1;
   plan.siblings = 2 + in.u8() % (kMaxSiblings - 1);
   plan.add({owner, Action::kAllocVictim, false, plan.siblings, 0});
   uint8_t shape = in.u8();
@@ -460,7 +463,7 @@ bool overlaps_victim(const void* p, size_t n) {
 void* allocate_beside_victim(size_t size) {
   void* p = g_malloc(size);
   if (p == nullptr) skip_case("an allocation failed");
-  static_cast<unsigned char*>(p)[0] = 0x5a;
+  if (size != 0) static_cast<unsigned char*>(p)[0] = 0x5a;  // zero-size: nothing to write
   if (g_objects.victim == nullptr || !overlaps_victim(p, malloc_usable_size(p))) return p;
   if (p != g_objects.victim) skip_case("the victim's memory came back at another address");
   g_free(p);

@@ -1,8 +1,8 @@
 // Zero-size allocations (backend/zero_size.h): 16-byte steps in one range
-// the pagemap maps to a kZeroSize record, aligned when asked, unique until
-// the range has been gone round (then it starts over), and faulting on
-// every read and write.  The module does not depend on the secure build's
-// switch (only its callers do), so it is tested here in every tree.
+// the pagemap maps to a kZeroSize record, aligned when asked, never two
+// live ones at one address (the steps go round the range, skipping live
+// ones), a second free seen, and faulting on every read and write.  The module does not depend on
+// the secure build's switch (only its callers do), so it is tested here in every tree.
 #include "backend/zero_size.h"
 
 #include <gtest/gtest.h>
@@ -39,22 +39,48 @@ TEST(ZeroSize, StepsAreUniqueAlignedAndMappedToTheRangesRecord) {
     EXPECT_EQ(addr(p) % align, 0u) << align;
     EXPECT_TRUE(seen.insert(addr(p)).second);
   }
+  for (uintptr_t a : seen) EXPECT_TRUE(zero_size::free(reinterpret_cast<void*>(a)));
 }
 
+// Freed as they come: the steps go round the range and come back to the
+// first.
 TEST(ZeroSize, TheRangeIsGoneRoundThenStartsOver) {
   ASSERT_TRUE(pagemap::init());
-  uintptr_t first = addr(zero_size::alloc(16));
-  uintptr_t lowest = first, highest = first;
+  void* first = zero_size::alloc(16);
+  ASSERT_TRUE(zero_size::free(first));
+  uintptr_t lowest = addr(first), highest = addr(first);
   constexpr size_t kSteps = config::kZeroSizeRangeBytes / config::kMinAlloc;
   bool back = false;
   for (size_t i = 1; i <= kSteps; i++) {
-    uintptr_t a = addr(zero_size::alloc(16));
-    lowest = a < lowest ? a : lowest;
-    highest = a > highest ? a : highest;
-    back |= a == first;
+    void* p = zero_size::alloc(16);
+    ASSERT_NE(p, nullptr);
+    lowest = addr(p) < lowest ? addr(p) : lowest;
+    highest = addr(p) > highest ? addr(p) : highest;
+    back |= p == first;
+    ASSERT_TRUE(zero_size::free(p));
   }
   EXPECT_TRUE(back) << "the range was gone round without coming back to its first step";
   EXPECT_EQ(highest - lowest, config::kZeroSizeRangeBytes - config::kMinAlloc);
+}
+
+// One still allocated when the steps come round again is skipped.
+TEST(ZeroSize, ALiveOneIsNotHandedOutAgain) {
+  ASSERT_TRUE(pagemap::init());
+  void* kept = zero_size::alloc(16);
+  constexpr size_t kSteps = config::kZeroSizeRangeBytes / config::kMinAlloc;
+  for (size_t i = 1; i <= kSteps; i++) {
+    void* p = zero_size::alloc(16);
+    ASSERT_NE(p, kept) << "after " << i << " steps";
+    ASSERT_TRUE(zero_size::free(p));
+  }
+  ASSERT_TRUE(zero_size::free(kept));
+}
+
+TEST(ZeroSize, ASecondFreeIsSeen) {
+  ASSERT_TRUE(pagemap::init());
+  void* p = zero_size::alloc(16);
+  EXPECT_TRUE(zero_size::free(p));
+  EXPECT_FALSE(zero_size::free(p));
 }
 
 TEST(ZeroSize, ReadsAndWritesFault) {
