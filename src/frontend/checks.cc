@@ -22,14 +22,23 @@ bool in_slab(const ChunkMeta* m, const void* p) {
          slab::is_object_start(m, p);
 }
 
+// Is `p`, whose lookup is `m` (perhaps nullptr), an object start of a slab?
+bool slab_object_start(const ChunkMeta* m, const void* p) {
+  return m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, p);
+}
+
+// The size class a fault about an address looked up as `m` names (0: none).
+size_t class_size(const ChunkMeta* m) {
+  return m != nullptr && m->kind == ChunkKind::kSlab ? m->obj_size : 0;
+}
+
 }  // namespace
 
 void damaged(const FreeObject* holder, const void* p, unsigned sc) {
   constexpr const char* kAllocating = "allocation";
   uint32_t size = sizeclass::kInfo.info[sc].size;
   if (p != nullptr) {
-    const ChunkMeta* m = pagemap::lookup(p);
-    bool start = m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, p);
+    bool start = slab_object_start(pagemap::lookup(p), p);
     if (start || holder == nullptr)
       fault(kAllocating, start ? kFreedObjectWritten : kCorruptedFreeList, p, size);
   }
@@ -37,20 +46,15 @@ void damaged(const FreeObject* holder, const void* p, unsigned sc) {
 }
 
 void message(const ChunkMeta* m, const void* node) {
-  if (m == nullptr) fault(kReceiving, kCorruptedMessage, node, 0);
-  if (m->kind != ChunkKind::kSlab || !in_slab(m, node))
-    fault(kReceiving, kCorruptedMessage, node, m->kind == ChunkKind::kSlab ? m->obj_size : 0);
+  if (!slab_object_start(m, node)) fault(kReceiving, kCorruptedMessage, node, class_size(m));
 }
 
 void message_link(const void* holder, const void* next) {
-  const ChunkMeta* m = pagemap::lookup(next);
-  if (m != nullptr && m->kind == ChunkKind::kSlab && in_slab(m, next) &&
+  if (slab_object_start(pagemap::lookup(next), next) &&
       (!config::kDetectDoubleFree || free_mark::is_set(next)))
     return;
   const void* named = holder != nullptr ? holder : next;
-  const ChunkMeta* hm = pagemap::lookup(named);
-  fault(kReceiving, kCorruptedMessage, named,
-        hm != nullptr && hm->kind == ChunkKind::kSlab ? hm->obj_size : 0);
+  fault(kReceiving, kCorruptedMessage, named, class_size(pagemap::lookup(named)));
 }
 
 void batch(const ChunkMeta* m, const slab_batch::Batch& b) {

@@ -31,6 +31,12 @@ const char* not_live(const void* p, const ChunkMeta* m, const char* freed_start)
   return "invalid pointer (inside a freed object)";
 }
 
+// `p` lies in the zero-size range: it must be one of its 16-byte steps.
+void check_zero_size_step(const void* p, const char* where) {
+  if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
+    invalid(where, "invalid pointer (not a zero-size allocation)", p);
+}
+
 }  // namespace
 
 uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
@@ -54,10 +60,7 @@ void* alloc_zero_size(size_t align) {
   if (config::kZeroSizeFaults && pool::global_init()) {
     if (void* p = zero_size::alloc(align)) return p;
   }
-  if (align <= config::kMinAlloc) return pool::current()->alloc(sizeclass::from_size(1));
-  unsigned sc = sizeclass::for_aligned(1, align);
-  if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
-  return alloc_large(1, align, false);
+  return alloc_aligned(align, 1);
 }
 
 namespace {
@@ -97,8 +100,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       service::at_safe_point();
       return;
     case ChunkKind::kZeroSize:
-      if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
-        invalid(where, "invalid pointer (not a zero-size allocation)", p);
+      check_zero_size_step(p, where);
       if (!zero_size::free(p)) invalid(where, checks::kDoubleFree, p);
       return;
     default:
@@ -162,8 +164,7 @@ size_t usable_size(const void* p, const char* where) {
     return m->obj_size;
   }
   if (m->kind == ChunkKind::kZeroSize) {
-    if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
-      invalid(where, "invalid pointer (not a zero-size allocation)", p);
+    check_zero_size_step(p, where);
     return 0;
   }
   if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)

@@ -57,6 +57,8 @@
 #include <string>
 #include <string_view>
 
+#include "input_reader.h"
+
 extern "C" void free_sized(void* p, size_t size);
 
 namespace {
@@ -124,20 +126,7 @@ struct Plan {
   }
 };
 
-// Bytes of the input in order; zeros once it is used up.
-class InputReader {
- public:
-  InputReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
-  uint32_t u16() { return u8() | uint32_t{u8()} << 8; }
-  uint32_t u24() { return u16() | uint32_t{u8()} << 16; }
-  uint64_t u64() { return u24() | uint64_t{u24()} << 24 | uint64_t{u16()} << 48; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+using roost_fuzz::InputReader;
 
 // Small sizes (0 to 256 KiB), most of them very small.
 size_t decode_small_size(InputReader& in) {
@@ -237,6 +226,18 @@ void add_between(InputReader& in, Plan& plan, Cast& cast, bool large) {
   }
 }
 
+// The victim's two frees: the first by its owner or another actor, the
+// second by any actor alive, with add_between()'s steps between; in the
+// secure build either may be free_sized.
+void add_two_frees(InputReader& in, Plan& plan, Cast& cast, Actor owner, bool large) {
+  uint8_t first = in.u8();
+  Actor first_by = first & 1 ? cast.other_than(owner, first >> 1) : owner;
+  plan.add({first_by, Action::kFreeVictim, kSecureBuild && (first & 0x80) != 0, 0, 0});
+  add_between(in, plan, cast, large);
+  uint8_t second = in.u8();
+  plan.add({cast.pick(second), Action::kFreeVictim, kSecureBuild && (second & 0x80) != 0, 0, 0});
+}
+
 // Secure build: a small object freed twice, with anything between.
 void plan_small_double_free(InputReader& in, Plan& plan) {
   Cast cast;
@@ -245,12 +246,7 @@ void plan_small_double_free(InputReader& in, Plan& plan) {
   plan.victim_size = decode_small_size(in);
   plan.siblings = 2 + in.u8() % (kMaxSiblings - 1);
   plan.add({owner, Action::kAllocVictim, false, plan.siblings, 0});
-  uint8_t first = in.u8();
-  Actor first_by = first & 1 ? cast.other_than(owner, first >> 1) : owner;
-  plan.add({first_by, Action::kFreeVictim, (first & 0x80) != 0, 0, 0});
-  add_between(in, plan, cast, false);
-  uint8_t second = in.u8();
-  plan.add({cast.pick(second), Action::kFreeVictim, (second & 0x80) != 0, 0, 0});
+  add_two_frees(in, plan, cast, owner, false);
   plan.add({cast.pick(in.u8()), Action::kExhaust, false, 0, 0});
 }
 
@@ -275,12 +271,7 @@ void plan_large_double_free(InputReader& in, Plan& plan) {
   Prefix(in).add_to(plan, owner);
   plan.victim_size = decode_large_size(in);
   plan.add({owner, Action::kAllocVictim, false, 0, 0});
-  uint8_t first = in.u8();
-  plan.add({first & 1 ? cast.other_than(owner, first >> 1) : owner, Action::kFreeVictim,
-            kSecureBuild && (first & 0x80) != 0, 0, 0});
-  add_between(in, plan, cast, true);
-  uint8_t second = in.u8();
-  plan.add({cast.pick(second), Action::kFreeVictim, kSecureBuild && (second & 0x80) != 0, 0, 0});
+  add_two_frees(in, plan, cast, owner, true);
 }
 
 void plan_huge_double_free(InputReader& in, Plan& plan) {

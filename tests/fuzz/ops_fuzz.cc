@@ -41,6 +41,7 @@
 #include <mutex>
 #include <thread>
 
+#include "input_reader.h"
 #include "roost.h"
 
 extern "C" void free_sized(void* p, size_t size);
@@ -335,20 +336,7 @@ Worker* g_worker = nullptr;
 
 // ---- decoding the input ----
 
-// Bytes of the input in order; zeros once it is used up.
-class InputReader {
- public:
-  InputReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return pos_ >= size_; }
-  uint8_t u8() { return pos_ < size_ ? data_[pos_++] : 0; }
-  uint32_t u16() { return u8() | uint32_t{u8()} << 8; }
-  uint32_t u24() { return u16() | uint32_t{u8()} << 16; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
+using roost_fuzz::InputReader;
 
 // Sizes from 0 to a little over 1 MiB, most of them small.
 size_t decode_size(InputReader& in) {
