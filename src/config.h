@@ -239,6 +239,24 @@ inline constexpr bool kZeroSizeFaults = ROOST_SECURE_ZERO_SIZE != 0;
 inline constexpr size_t kZeroSizeRangeBytes = size_t{64} << 20;
 inline constexpr size_t kZeroSizeMaxAlign = 4096;
 
+// Large and huge objects end at an inaccessible guard page (a store past
+// the page their last byte is in faults), and the bytes between the size
+// asked for and that page hold a canary that free and realloc check
+// (backend/large_guard.h): malloc_usable_size() says the size asked for.
+// Two mprotect calls per large object; no page of memory.
+#ifndef ROOST_SECURE_LARGE_GUARD
+#define ROOST_SECURE_LARGE_GUARD ROOST_SECURE
+#endif
+inline constexpr bool kGuardLarge = ROOST_SECURE_LARGE_GUARD != 0;
+// Each guard page splits a mapping in three, and the kernel caps a
+// process's mappings (vm.max_map_count, 65 530 by default): beyond this
+// many guarded objects at once, large objects get their canary only (0:
+// canaries only, no mprotect).
+#ifndef ROOST_SECURE_MAX_LARGE_GUARDS
+#define ROOST_SECURE_MAX_LARGE_GUARDS 16384
+#endif
+inline constexpr size_t kMaxLargeGuards = ROOST_SECURE_MAX_LARGE_GUARDS;
+
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.
 inline constexpr unsigned kWakeShift = 3;

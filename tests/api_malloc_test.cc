@@ -438,18 +438,22 @@ TEST(Realloc, WithinTheUsableSizeStaysInPlace) {
     ASSERT_NE(q, nullptr);
     EXPECT_TRUE(check_pattern(q, usable, n));
     p = q;
+    // The bytes every realloc so far kept (past them, a shrink may have
+    // let them go: the secure build's large objects put their canary there).
+    size_t kept = usable;
     if (usable > 3) {
       q = realloc(p, usable - 3);
       EXPECT_EQ(q, p) << "shrinking by 3 bytes moved a block of " << n;
       ASSERT_NE(q, nullptr);
       EXPECT_TRUE(check_pattern(q, usable - 3, n));
       p = q;
+      kept = usable - 3;
     }
     if (n > 8) {
       q = realloc(p, n - 1);
-      EXPECT_EQ(q, p) << "shrinking " << n << " by one byte moved it";
+      EXPECT_EQ(q, p) << "resizing " << n << " to one byte less moved it";
       ASSERT_NE(q, nullptr);
-      EXPECT_TRUE(check_pattern(q, n - 1, n));
+      EXPECT_TRUE(check_pattern(q, std::min(n - 1, kept), n));
       p = q;
     }
     free(p);

@@ -473,6 +473,78 @@ TEST(Underflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
   expect_neighbour_caught("write to a freed object", 64, -32, 32, false);
 }
 
+// Overflows past a large object: the bytes between the size asked for and
+// the page boundary hold a canary that free and realloc check; the page
+// after the object faults.
+
+namespace {
+
+// Large objects (above 256 KiB).  300 000 bytes: 3 104 bytes of slack
+// before the page boundary.
+constexpr size_t kLargeSize = 300000;
+// Exactly 80 pages: no slack, the guard page right after the last byte.
+constexpr size_t kPageExactSize = 80 * 4096;
+
+// ROOST_LARGE_GUARDS=0: the secure build's large objects have their canary
+// only.
+bool large_guards_off() {
+  const char* e = getenv("ROOST_LARGE_GUARDS");
+  return e != nullptr && strcmp(e, "0") == 0;
+}
+
+}  // namespace
+
+TEST(Overflow, OneByteByStorePastALargeObject) {
+  auto* p = static_cast<char*>(g_malloc(kLargeSize));
+  expect_caught(Caught::kSecure, "buffer overflow", p, [p] {
+    p[kLargeSize] = static_cast<char>(~p[kLargeSize]);
+    g_free(p);
+  });
+  g_free(p);
+}
+
+TEST(Overflow, ThirtyTwoBytesByMemcpyPastALargeObject) {
+  auto* p = static_cast<char*>(g_malloc(kLargeSize));
+  expect_caught(Caught::kSecure, "buffer overflow", p, [p] {
+    char bytes[48];
+    memset(bytes, 0x5a, sizeof(bytes));
+    memcpy(p + kLargeSize - 16, bytes, sizeof(bytes));
+    g_free(p);
+  });
+  g_free(p);
+}
+
+TEST(Overflow, OneByteByStorePastALargeObjectThenRealloc) {
+  auto* p = static_cast<char*>(g_malloc(kLargeSize));
+  expect_caught(Caught::kSecure, "buffer overflow", p, [p] {
+    p[kLargeSize + 7] = 1;
+    escape(realloc(p, 2 * kLargeSize));
+  });
+  g_free(p);
+}
+
+TEST(Overflow, OneByteByStorePastAPageExactLargeObject) {
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  auto* p = static_cast<char*>(g_malloc(kPageExactSize));
+  expect_access_faults(Caught::kSecure, [p] {
+    static_cast<volatile char*>(p)[kPageExactSize] = 1;
+    g_free(p);
+  });
+  g_free(p);
+}
+
+TEST(Overflow, OneByteByStorePastAHugeObject) {
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  size_t size = size_t{3} << 29;  // 1.5 GiB: mapped alone
+  auto* p = static_cast<char*>(g_malloc(size));
+  ASSERT_NE(p, nullptr);
+  expect_access_faults(Caught::kSecure, [p, size] {
+    static_cast<volatile char*>(p)[size] = 1;
+    g_free(p);
+  });
+  g_free(p);
+}
+
 // ---- zero-size allocations ----------------------------------------------
 
 TEST(ZeroSize, ReadOfMallocZero) {
@@ -625,6 +697,70 @@ TEST(SecureZeroSize, AreUniqueAlignedFreeableAndEmpty) {
   free_sized(zs.back(), 0);
   zs.pop_back();
   for (size_t i = 1; i < zs.size(); i++) g_free(zs[i]);
+}
+
+// ---- the secure build's large objects ----------------------------------------
+
+namespace {
+
+// In a child: `p` (`size` bytes asked for, page-rounded up to the guard
+// page) is written up to its end; a store one page further out faults
+// (under ROOST_LARGE_GUARDS=0 it does not, and the child exits).
+void expect_guard_after(char* p, size_t size) {
+  ChildResult r = run_in_child(
+      [p, size] {
+        memset(p, 3, size);
+        size_t end = (size + 4095) & ~size_t{4095};
+        static_cast<volatile char*>(p)[end] = 1;
+      },
+      30);
+  if (large_guards_off()) {
+    EXPECT_TRUE(r.exited) << r.describe();
+    return;
+  }
+  EXPECT_FALSE(r.exited) << r.describe();
+  EXPECT_EQ(r.signal, SIGSEGV) << r.describe();
+}
+
+}  // namespace
+
+TEST(SecureLarge, UsableSizeIsTheSizeAskedForAndTheGuardMovesWithRealloc) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  auto* p = static_cast<char*>(g_malloc(kLargeSize));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(malloc_usable_size(p), kLargeSize);
+  expect_guard_after(p, kLargeSize);
+  // Grown, shrunk (in place or not), then zeroed: every byte usable, the
+  // contents kept, the guard after the new end, and nothing reported.
+  memset(p, 1, kLargeSize);
+  for (size_t size : {kLargeSize + 100, 2 * kLargeSize, size_t{270001}, kPageExactSize}) {
+    size_t kept = std::min(size, static_cast<size_t>(malloc_usable_size(p)));
+    auto* q = static_cast<char*>(realloc(p, size));
+    ASSERT_NE(q, nullptr) << size;
+    EXPECT_EQ(malloc_usable_size(q), size);
+    EXPECT_EQ(std::count(q, q + kept, 1), static_cast<long>(kept)) << size;
+    expect_guard_after(q, size);
+    memset(q, 1, size);
+    p = q;
+  }
+  g_free(p);
+  auto* z = static_cast<char*>(calloc(1, kLargeSize + 1));
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(std::count(z, z + kLargeSize + 1, 0), static_cast<long>(kLargeSize + 1));
+  expect_guard_after(z, kLargeSize + 1);
+  g_free(z);
+}
+
+TEST(SecureLarge, AlignedObjectsAreGuardedToo) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  for (size_t align : {size_t{4096}, size_t{1} << 16, size_t{1} << 21}) {
+    auto* p = static_cast<char*>(aligned_alloc(align, kLargeSize));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u);
+    EXPECT_EQ(malloc_usable_size(p), kLargeSize);
+    expect_guard_after(p, kLargeSize);
+    g_free(p);
+  }
 }
 
 // ---- the secure build's reuse order -----------------------------------------

@@ -51,13 +51,17 @@ struct alignas(64) ChunkMeta {
   union {
     SlabState state;      // slab: see SlabState
     uint8_t dirty_epoch;  // dirty: the backend's epoch when it was released
+    bool guarded;         // large, huge (secure build): its guard page is in place
   };
   uintptr_t base;  // first byte of the chunk
   union {
     uint64_t recip;       // slab: ceil(2^42 / object size)
-    uint64_t large_size;  // large, huge: usable bytes
+    uint64_t large_size;  // large, huge: page-rounded bytes (the guard page follows)
   };
-  uint32_t obj_size;  // slab: object size
+  union {
+    uint32_t obj_size;     // slab: object size
+    uint32_t large_slack;  // large, huge: usable bytes past the size asked for (secure build)
+  };
   union {
     // Large, dirty, cached: the leading pages written since the chunk was
     // last purged (the rest reads as zero).

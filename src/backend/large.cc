@@ -5,10 +5,12 @@
 
 #include "backend/address_space.h"
 #include "backend/chunk_allocator.h"
+#include "backend/large_guard.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
+#include "ds/free_mark.h"
 #include "ds/spinlock.h"
 #include "options.h"
 #include "platform/os.h"
@@ -62,9 +64,13 @@ void note_dirty(ChunkMeta* m, size_t usable) {
   if (pages > m->dirty_pages) m->dirty_pages = pages;
 }
 
-void* alloc_huge(size_t usable, size_t align) {
-  void* p =
-      address_space::reserve_huge(usable, align < config::kGranule ? config::kGranule : align);
+// The secure build's guard page after an object's usable bytes (none in
+// the default build).
+constexpr size_t kGuardBytes = config::kGuardLarge ? config::kPageSize : 0;
+
+ChunkMeta* alloc_huge(size_t usable, size_t align) {
+  void* p = address_space::reserve_huge(usable + kGuardBytes,
+                                        align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
   ChunkMeta* m;
   {
@@ -74,7 +80,7 @@ void* alloc_huge(size_t usable, size_t align) {
   }
   if (m == nullptr) m = static_cast<ChunkMeta*>(meta_arena::alloc(sizeof(ChunkMeta), 64));
   if (m == nullptr) {
-    address_space::release_huge(p, usable);
+    address_space::release_huge(p, usable + kGuardBytes);
     return nullptr;
   }
   set_kind(m, ChunkKind::kHuge);
@@ -85,18 +91,10 @@ void* alloc_huge(size_t usable, size_t align) {
   pagemap::set_range(m->base, 1, m);
   account(static_cast<ptrdiff_t>(usable), 1, 0);
   account_huge(static_cast<ptrdiff_t>(usable), 1);
-  return p;
+  return m;
 }
 
-}  // namespace
-
-void* alloc(size_t size, size_t align, size_t* dirty) {
-  size_t usable = bits::align_up(size, config::kPageSize);
-  size_t span = usable > align ? usable : align;
-  if (span > config::kRegion) {
-    *dirty = 0;  // fresh from mmap
-    return alloc_huge(usable, align);
-  }
+ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   unsigned order = bits::log2_ceil(span);
   if (order < chunks::kMinOrder) order = chunks::kMinOrder;
   // Recently freed memory first (the backend keeps it resident for a purge
@@ -115,6 +113,57 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
   account(static_cast<ptrdiff_t>(usable), 1, 0);
+  return m;
+}
+
+// The canary's key of the object `m` (large_guard.h).
+uint64_t canary_key(const ChunkMeta* m) { return free_mark::g_secret ^ m->base; }
+
+// Guard pages in place now.  Each splits a mapping in three, and the kernel
+// limits how many a process has (vm.max_map_count), so at most
+// config::kMaxLargeGuards objects have one at a time; the others have
+// their canary only, as all have under ROOST_LARGE_GUARDS=0.
+std::atomic<size_t> g_guards{0};
+
+bool place_guard(uintptr_t end) {
+  if (options::get(options::kLargeGuards) == 0) return false;
+  if (g_guards.fetch_add(1, std::memory_order_relaxed) < config::kMaxLargeGuards &&
+      large_guard::place(end))
+    return true;
+  g_guards.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
+// `m`'s guard page, if it had one, is gone (lifted, or unmapped with the
+// range it was in).
+void guard_gone(ChunkMeta* m) {
+  if (!m->guarded) return;
+  m->guarded = false;
+  g_guards.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// The guard page after `m`'s usable bytes, tried (without it the object
+// still works), and the canary from `size`, the size asked for, on.
+void arm_guard(ChunkMeta* m, size_t size) {
+  m->guarded = place_guard(m->base + m->large_size);
+  m->large_slack = static_cast<uint32_t>(m->large_size - size);
+  large_guard::fill_slack(m->base, size, m->large_size, canary_key(m));
+}
+
+}  // namespace
+
+void* alloc(size_t size, size_t align, size_t* dirty) {
+  size_t usable = bits::align_up(size, config::kPageSize);
+  size_t span = usable + kGuardBytes > align ? usable + kGuardBytes : align;
+  ChunkMeta* m;
+  if (span > config::kRegion) {
+    *dirty = 0;  // fresh from mmap
+    m = alloc_huge(usable, align);
+  } else {
+    m = alloc_in_region(usable, span, dirty);
+  }
+  if (m == nullptr) return nullptr;
+  if constexpr (config::kGuardLarge) arm_guard(m, size);
   return reinterpret_cast<void*>(m->base);
 }
 
@@ -128,11 +177,18 @@ void free(ChunkMeta* m) {
     account_huge(-static_cast<ptrdiff_t>(usable), -1);
     // Should the OS refuse to unmap it, the range stays reserved: lost to
     // roost, but nothing else breaks.
-    address_space::release_huge(reinterpret_cast<void*>(m->base), usable);
+    address_space::release_huge(reinterpret_cast<void*>(m->base), usable + kGuardBytes);
+    if constexpr (config::kGuardLarge) guard_gone(m);
     LockGuard guard(g_lock);
     m->next = g_spare_huge_meta;
     g_spare_huge_meta = m;
     return;
+  }
+  // A chunk whose guard page stays inaccessible cannot be handed out again:
+  // should the OS refuse to lift it, the chunk is lost to roost.
+  if (config::kGuardLarge && m->guarded) {
+    if (!large_guard::lift(m->base + usable)) return;
+    guard_gone(m);
   }
   // dirty_pages bounds what the backend's purge must cover.
   chunks::release(m, dirty_extent(m));
@@ -141,14 +197,23 @@ void free(ChunkMeta* m) {
 bool resize_in_place(ChunkMeta* m, size_t new_size) {
   size_t usable = bits::align_up(new_size, config::kPageSize);
   size_t old = m->large_size;
+  // Where the guard page is (secure build), and whether it must move.
+  bool move_guard = config::kGuardLarge && usable != old;
   if (m->kind == ChunkKind::kHuge) {
     if (usable > old || usable < old / 2) return false;
-    if (usable < old && !address_space::shrink_huge(reinterpret_cast<void*>(m->base), old, usable))
+    // The old guard page goes with the tail.
+    if (usable < old && !address_space::shrink_huge(reinterpret_cast<void*>(m->base),
+                                                    old + kGuardBytes, usable + kGuardBytes))
       return false;
+    if (config::kGuardLarge && usable < old) guard_gone(m);
     account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
     size_t chunk = size_t{1} << m->order;
-    if (usable > chunk || usable * 4 <= chunk) return false;
+    if (usable + kGuardBytes > chunk || usable * 4 <= chunk) return false;
+    if (move_guard && m->guarded) {
+      if (!large_guard::lift(m->base + old)) return false;
+      guard_gone(m);
+    }
     note_dirty(m, usable);
     // A shrink by a megabyte or more gives the tail's pages back now.
     // (Should the OS refuse, the tail keeps its bytes and stays dirty.)
@@ -159,7 +224,20 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);
+  if constexpr (config::kGuardLarge) {
+    if (move_guard) {
+      arm_guard(m, new_size);
+    } else {
+      m->large_slack = static_cast<uint32_t>(usable - new_size);
+      large_guard::fill_slack(m->base, new_size, usable, canary_key(m));
+    }
+  }
   return true;
+}
+
+uintptr_t overwritten(const ChunkMeta* m) {
+  if constexpr (!config::kGuardLarge) return 0;
+  return large_guard::first_overwritten(m->base, usable(m), m->large_size, canary_key(m));
 }
 
 Counters counters() {

@@ -2,15 +2,18 @@
 // backend, freed by any thread without messaging.
 //
 // Owns: large (inside a region) and huge (mapped alone) objects, their
-// dirty extents and their counters.  Freed large chunks go back to the
-// backend, which keeps them resident for a purge delay (reused first) and
-// then purges them.  Must never: be used for sizes a slab can serve, or keep
+// dirty extents and their counters, and in the secure build where their
+// guard page and canary are (backend/large_guard.h; how many guard pages
+// exist at once).  Freed large chunks go back to the backend, which keeps
+// them resident for a purge delay (reused first) and then purges them.
+// Must never: be used for sizes a slab can serve, or keep
 // freed memory of its own.
 #pragma once
 
 #include <cstddef>
 
 #include "backend/chunk_meta.h"
+#include "config.h"
 
 namespace roost::large {
 
@@ -22,14 +25,24 @@ void* alloc(size_t size, size_t align, size_t* dirty);
 // Frees the large or huge object whose metadata is `m`.
 void free(ChunkMeta* m);
 
-inline size_t usable(const ChunkMeta* m) { return m->large_size; }
+// The bytes the program may use: the size asked for in the secure build
+// (past it lies the canary, then the guard page: backend/large_guard.h),
+// else every byte up to the page boundary.
+inline size_t usable(const ChunkMeta* m) {
+  return config::kGuardLarge ? m->large_size - m->large_slack : m->large_size;
+}
+
+// Secure build: the first byte past usable(m) that the program overwrote
+// (a buffer overflow), or 0.  Always 0 in the default build.
+uintptr_t overwritten(const ChunkMeta* m);
 
 // The record a freed object's first granule maps to until the granule is
 // used again (kind kFreedLarge; no owner): a free there is a double free,
 // or a pointer into memory that once held a large object.
 const ChunkMeta* freed_record();
 
-// Grows or shrinks the object in place when its chunk allows; true if done.
+// Grows or shrinks the object in place when its chunk allows; true if done
+// (the secure build's guard page and canary move with its end).
 bool resize_in_place(ChunkMeta* m, size_t new_size);
 
 struct Counters {

@@ -63,6 +63,11 @@ void batch(const ChunkMeta* m, const slab_batch::Batch& b) {
     fault(kReceiving, kCorruptedMessage, b.tail, m->obj_size);
 }
 
+void large_intact(const ChunkMeta* m, const char* where) {
+  if (large::overwritten(m) != 0)
+    fault(where, kBufferOverflow, reinterpret_cast<const void*>(m->base), large::usable(m));
+}
+
 void sized_free(const void* p, size_t size, size_t align, const char* where) {
   // Pointers that are not object starts are left to the free, which names
   // what they are.
@@ -77,7 +82,7 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
       reinterpret_cast<uintptr_t>(p) != m->base)
     return;
-  if (bits::align_up(size, config::kPageSize) != large::usable(m))
+  if (bits::align_up(size, config::kPageSize) != m->large_size)
     fault(where, kSizeMismatch, p, large::usable(m));
 }
 

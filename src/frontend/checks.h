@@ -3,9 +3,10 @@
 //
 // Every check here is either free on the fast paths (the default build's)
 // or switched on by the secure build (config.h: kDetectDoubleFree,
-// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages).  A failed check writes one line
-// naming the fault, the address and the size class, then aborts (platform/error.h): nothing on that
-// path allocates or takes a lock.
+// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages, kGuardLarge).
+// A failed check writes one line naming the fault, the address and the
+// size class, then aborts (platform/error.h): nothing on that path
+// allocates or takes a lock.
 //
 // Owns: the tests and the fault names.  Must never: change allocator state
 // on a path that found a fault, or cost the default build's fast paths an
@@ -29,6 +30,7 @@ inline constexpr const char* kCorruptedMessage = "corrupted message";
 inline constexpr const char* kCorruptedFreeList = "corrupted free list";
 inline constexpr const char* kFreedObjectWritten = "write to a freed object";
 inline constexpr const char* kSizeMismatch = "size mismatch";
+inline constexpr const char* kBufferOverflow = "buffer overflow";
 
 [[noreturn]] ROOST_SLOW void fault(const char* where, const char* what, const void* p, size_t size);
 
@@ -154,6 +156,13 @@ void message(const ChunkMeta* m, const void* node);
 // ...and its batch hold 1 to capacity objects of that slab, its head an
 // object start.
 void batch(const ChunkMeta* m, const slab_batch::Batch& b);
+
+// ---- large objects (secure build) ----
+
+// The large or huge object `m` is about to be freed or resized: the bytes
+// between the size asked for and its guard page must hold their canary
+// still (backend/large_guard.h), or it overflowed.  Names the object.
+void large_intact(const ChunkMeta* m, const char* where);
 
 // ---- sized frees (secure build) ----
 

@@ -96,6 +96,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
     case ChunkKind::kHuge:
       if (reinterpret_cast<uintptr_t>(p) != m->base)
         invalid(where, "invalid pointer (interior of an object)", p);
+      if constexpr (config::kGuardLarge) checks::large_intact(m, where);
       large::free(m);
       service::at_safe_point();
       return;
@@ -180,9 +181,10 @@ void* resize(void* p, size_t size) {
   if (m->kind == ChunkKind::kSlab) {
     // Same class: stay in place.
     if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
-  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall &&
-             large::resize_in_place(m, size)) {
-    return p;
+  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall) {
+    // (The canary is rewritten in place: check it first.)
+    if constexpr (config::kGuardLarge) checks::large_intact(m, "realloc");
+    if (large::resize_in_place(m, size)) return p;
   }
   void* q = alloc(size);
   if (q == nullptr) return nullptr;

@@ -28,7 +28,7 @@ struct FaultPlan {
   std::atomic<long> count{0};
   std::atomic<long> injected{0};
 };
-FaultPlan g_faults[3];
+FaultPlan g_faults[4];
 
 // True when this call of `kind` is one the test asked to fail.
 bool injected(FaultKind kind) {
@@ -95,7 +95,15 @@ bool release(void* p, size_t size) {
   return munmap(p, size) == 0;
 }
 
-bool make_inaccessible(void* p, size_t size) { return mprotect(p, size, PROT_NONE) == 0; }
+bool make_inaccessible(void* p, size_t size) {
+  if (injected(FaultKind::kProtect)) return false;
+  return mprotect(p, size, PROT_NONE) == 0;
+}
+
+bool make_accessible(void* p, size_t size) {
+  if (injected(FaultKind::kProtect)) return false;
+  return mprotect(p, size, kProt) == 0;
+}
 
 bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge)) return false;

@@ -36,6 +36,8 @@ bool release(void* p, size_t size);
 // Makes [p, p+size) (page-aligned, reserved above) fault on every read and
 // write; false if the OS refused.
 bool make_inaccessible(void* p, size_t size);
+// Makes such a range readable and writable again; false if the OS refused.
+bool make_accessible(void* p, size_t size);
 
 // Gives the physical pages under [p, p+size) back; the range stays reserved
 // and reads as zero afterwards when `zero` is set (MADV_DONTNEED), or may
@@ -103,9 +105,10 @@ void wake_one(const uint32_t* word);
 // (the test variants of the library): the calls of one kind made after
 // roost_test_inject_faults() are numbered from 0, and those numbered
 // [first, first + count) fail as the OS fails them (mmap: ENOMEM; madvise:
-// EAGAIN; munmap: ENOMEM).  count < 0: every call from `first` on.
+// EAGAIN; munmap: ENOMEM; mprotect: ENOMEM).  count < 0: every call from
+// `first` on.
 namespace roost::os {
-enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2 };
+enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3 };
 }  // namespace roost::os
 #if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
 extern "C" void roost_test_inject_faults(int kind, long first, long count);
