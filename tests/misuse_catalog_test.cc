@@ -763,6 +763,35 @@ TEST(SecureLarge, AlignedObjectsAreGuardedToo) {
   }
 }
 
+// More objects than guard pages may exist at once (16 384, config.h's
+// kMaxLargeGuards) go through free and an in-place realloc each: were a
+// guard miscounted, the next object would have none.  Then the cap: of
+// 16 385 live objects the last has no guard (a store past its last page
+// lands in its own chunk), and the first still has one.
+TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  constexpr size_t kCap = 16384;
+  for (size_t i = 0; i < kCap + 100; i++) {
+    void* p = g_malloc(kLargeSize);
+    ASSERT_NE(p, nullptr);
+    void* q = realloc(p, kLargeSize + 5000);
+    ASSERT_EQ(q, p) << "not grown in place";
+    g_free(q);
+  }
+  std::vector<char*> live;
+  for (size_t i = 0; i <= kCap; i++) {
+    live.push_back(static_cast<char*>(g_malloc(kLargeSize)));
+    ASSERT_NE(live.back(), nullptr);
+  }
+  expect_guard_after(live.front(), kLargeSize);
+  char* last = live.back();
+  size_t end = (kLargeSize + 4095) & ~size_t{4095};
+  ChildResult r = run_in_child([last, end] { static_cast<volatile char*>(last)[end] = 1; }, 30);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  for (char* p : live) g_free(p);
+}
+
 // ---- the secure build's reuse order -----------------------------------------
 
 TEST(SecureReuse, FreeThenMallocDoesNotReturnTheSameObject) {
