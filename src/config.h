@@ -198,8 +198,9 @@ inline constexpr bool kCheckMessages = ROOST_SECURE_MESSAGES != 0;
 #define ROOST_SECURE_SHUFFLE ROOST_SECURE
 #endif
 inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
-// Free-list links are encoded with a per-process key and the holder's
-// address (ds/freelist.h); an object handed out from a free list must still
+// Free-list links, and the inbox queue's links between messages, are
+// encoded with a per-process key and the holder's address (ds/freelist.h,
+// ds/mpsc_queue.h); an object handed out from a free list must still
 // carry its free mark, and its link must decode to an object of its slab
 // that carries one too: a corrupted link or an overwritten freed object is
 // caught before the link is followed.  Needs the marks (DOUBLE_FREE).

@@ -10,18 +10,49 @@
 // a batch whose producer has exchanged `back` but not yet linked its
 // predecessor hides the batches behind it until it does.  Nodes live inside the objects they carry.
 //
-// Owns: the queue's links and their memory orders.  Must never: allocate,
-// know what the nodes mean, or let the consumer block.
+// Owns: the queue's links, their encoding (secure build) and their memory
+// orders.  Must never: allocate, know what the nodes mean, or let the
+// consumer block.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
+#include "config.h"
 #include "ds/bits.h"
 
 namespace roost {
 
+// The key queue links are encoded with (secure build: set at start-up,
+// before any message is sent; the default build never sets it).
+namespace queue_link {
+inline uintptr_t g_key ROOST_HIDDEN = 0;
+inline void set_key(uint64_t key) { g_key = key; }
+}  // namespace queue_link
+
+// A node's link to the next.  In the secure build (config::kEncodeLinks)
+// the word holds next ^ key ^ (the node's own address), as free-list links
+// do (ds/freelist.h), so a pointer written into it blindly decodes to
+// nowhere near an object, which the consumer's check sees; 0 stays the end
+// of the list (so a node that was never linked, the stub's zero-initialised
+// one included, ends it).
 struct QueueNode {
-  std::atomic<QueueNode*> next{nullptr};
+  QueueNode* next(std::memory_order order) const { return decode(link_.load(order)); }
+  void set_next(QueueNode* n, std::memory_order order) { link_.store(encode(n), order); }
+
+ private:
+  uintptr_t tweak() const { return queue_link::g_key ^ reinterpret_cast<uintptr_t>(this); }
+  uintptr_t encode(QueueNode* n) const {
+    uintptr_t v = reinterpret_cast<uintptr_t>(n);
+    if constexpr (config::kEncodeLinks) return v == 0 ? 0 : v ^ tweak();
+    return v;
+  }
+  QueueNode* decode(uintptr_t v) const {
+    if constexpr (config::kEncodeLinks) v = v == 0 ? 0 : v ^ tweak();
+    return reinterpret_cast<QueueNode*>(v);
+  }
+
+  std::atomic<uintptr_t> link_{0};
 };
 
 class MpscQueue {
@@ -32,27 +63,27 @@ class MpscQueue {
 
   // Resets to empty (no producer or consumer may be running).
   void init() {
-    stub_.next.store(nullptr, std::memory_order_relaxed);
+    stub_.set_next(nullptr, std::memory_order_relaxed);
     front_.store(&stub_, std::memory_order_relaxed);
     back_.store(&stub_, std::memory_order_relaxed);
   }
 
   // Any thread: appends the chain first..last (already linked through
-  // `next`; last's link is overwritten).
+  // set_next(); last's link is overwritten).
   void enqueue(QueueNode* first, QueueNode* last) {
-    last->next.store(nullptr, std::memory_order_relaxed);
+    last->set_next(nullptr, std::memory_order_relaxed);
     // acq_rel: release publishes the chain (and the objects' contents) to
     // the consumer; acquire orders our store into `prev` after whoever
     // enqueued `prev` linked it.
     QueueNode* prev = back_.exchange(last, std::memory_order_acq_rel);
-    prev->next.store(first, std::memory_order_release);
+    prev->set_next(first, std::memory_order_release);
   }
 
   // Is there possibly something to dequeue?  Two loads; the consumer's
   // answer is exact up to producers mid-enqueue, anyone else's a hint.
   bool maybe_nonempty() const {
     const QueueNode* front = front_.load(std::memory_order_relaxed);
-    return front != &stub_ || front->next.load(std::memory_order_relaxed) != nullptr;
+    return front != &stub_ || front->next(std::memory_order_relaxed) != nullptr;
   }
 
   // Consumer: the oldest node, or nullptr when none is ready.  The stub is
@@ -65,13 +96,13 @@ class MpscQueue {
   template <typename CheckLink>
   QueueNode* dequeue(CheckLink&& check_link) {
     QueueNode* front = front_.load(std::memory_order_relaxed);
-    QueueNode* next = front->next.load(std::memory_order_acquire);
+    QueueNode* next = front->next(std::memory_order_acquire);
     if (front == &stub_) {
       if (next == nullptr) return nullptr;
       check_link(nullptr, next);
       front_.store(next, std::memory_order_relaxed);
       front = next;
-      next = front->next.load(std::memory_order_acquire);
+      next = front->next(std::memory_order_acquire);
     }
     if (next == nullptr) {
       // `front` is the last linked node.  If no producer is past it, put
@@ -79,7 +110,7 @@ class MpscQueue {
       // appears later: the consumer does not spin).
       if (back_.load(std::memory_order_acquire) != front) return nullptr;
       enqueue(&stub_, &stub_);
-      next = front->next.load(std::memory_order_acquire);
+      next = front->next(std::memory_order_acquire);
       if (next == nullptr) return nullptr;
     }
     if (next != &stub_) check_link(front, next);

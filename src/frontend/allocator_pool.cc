@@ -155,7 +155,10 @@ bool global_init() {
       options::load();
       // Before any object is handed out (ds/free_mark.h).
       free_mark::set_secret(os::entropy());
-      if constexpr (config::kEncodeLinks) freelist::set_key(os::entropy());
+      if constexpr (config::kEncodeLinks) {
+        freelist::set_key(os::entropy());
+        queue_link::set_key(os::entropy());
+      }
       if (os::page_size() != config::kPageSize) return false;
       if (!pagemap::init()) {
         address_space::report_cannot_start("the page map", pagemap::wanted_bytes());

@@ -58,11 +58,11 @@ uint32_t slot_of(const ChunkMeta* m) {
 Sorter::Sorter(const void* owner) : owner_(owner) {}
 
 void Sorter::to_rest(QueueNode* first, QueueNode* last) {
-  last->next.store(nullptr, std::memory_order_relaxed);
+  last->set_next(nullptr, std::memory_order_relaxed);
   if (result_.rest_last == nullptr)
     result_.rest_first = first;
   else
-    result_.rest_last->next.store(first, std::memory_order_relaxed);
+    result_.rest_last->set_next(first, std::memory_order_relaxed);
   result_.rest_last = last;
 }
 
@@ -87,7 +87,7 @@ void Sorter::add(QueueNode* node) {
     g = Group{m, nullptr, node, 0, 0};
     g_used[used_++] = i;
   }
-  node->next.store(g.first, std::memory_order_relaxed);
+  node->set_next(g.first, std::memory_order_relaxed);
   g.first = node;
   g.objects += slab_batch::open(node, m->obj_size).count;
   g.batches++;

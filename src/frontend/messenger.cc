@@ -140,7 +140,7 @@ void Messenger::post() {
     QueueNode* list = outbox_.take(home).head;
     unsigned next_shift = shift + config::kBucketBits;
     while (list != nullptr) {
-      QueueNode* next = list->next.load(std::memory_order_relaxed);
+      QueueNode* next = list->next(std::memory_order_relaxed);
       file(owner_of(list), list, next_shift);
       list = next;
     }

@@ -192,7 +192,7 @@ class Messenger {
         if constexpr (config::kCheckMessages) checks::message_link(holder, next);
       });
     }
-    QueueNode* next = node->next.load(std::memory_order_relaxed);
+    QueueNode* next = node->next(std::memory_order_relaxed);
     if constexpr (config::kCheckMessages) {
       if (next != nullptr) checks::message_link(node, next);
     }

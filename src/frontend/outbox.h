@@ -31,7 +31,7 @@ class Outbox {
   // Files `node` under bucket `b`.
   ROOST_INLINE void add(unsigned b, QueueNode* node) {
     Bucket& bucket = buckets_[b];
-    node->next.store(bucket.head, std::memory_order_relaxed);
+    node->set_next(bucket.head, std::memory_order_relaxed);
     bucket.head = node;
     if (bucket.tail == nullptr) {
       bucket.tail = node;

@@ -40,7 +40,7 @@ Item* item_of(QueueNode* n) { return reinterpret_cast<Item*>(n); }
 // Links items[first..last] through `next` (the queue overwrites last's link).
 void link(Item* items, size_t first, size_t last) {
   for (size_t i = first; i < last; i++)
-    items[i].node.next.store(&items[i + 1].node, std::memory_order_relaxed);
+    items[i].node.set_next(&items[i + 1].node, std::memory_order_relaxed);
 }
 
 }  // namespace

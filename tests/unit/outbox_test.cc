@@ -35,7 +35,7 @@ V filled(Outbox& box) {
 std::vector<QueueNode*> chain(Outbox::Bucket bucket, size_t limit = 1000) {
   std::vector<QueueNode*> out;
   for (QueueNode* n = bucket.head; n != nullptr && out.size() < limit;
-       n = n->next.load(std::memory_order_relaxed))
+       n = n->next(std::memory_order_relaxed))
     out.push_back(n);
   return out;
 }
@@ -45,8 +45,8 @@ std::vector<QueueNode*> chain(Outbox::Bucket bucket, size_t limit = 1000) {
 struct Nodes {
   explicit Nodes(size_t n) : nodes(new Node[n]) {
     for (size_t i = 0; i < n; i++)
-      nodes[i].q.next.store(reinterpret_cast<QueueNode*>(uintptr_t{0xbad0}),
-                            std::memory_order_relaxed);
+      nodes[i].q.set_next(reinterpret_cast<QueueNode*>(uintptr_t{0xbad0}),
+                          std::memory_order_relaxed);
   }
   QueueNode* operator[](size_t i) { return &nodes[i].q; }
   struct alignas(16) Node {
@@ -87,7 +87,7 @@ TEST(Outbox, AddFilesNodesUnderTheirBucketNewestFirst) {
   EXPECT_EQ(got.head, n[2]);
   EXPECT_EQ(got.tail, n[0]);
   EXPECT_EQ(chain(got), (std::vector<QueueNode*>{n[2], n[1], n[0]}));
-  EXPECT_EQ(n[0]->next.load(), nullptr);
+  EXPECT_EQ(n[0]->next(std::memory_order_relaxed), nullptr);
 }
 
 TEST(Outbox, TakeEmptiesTheBucketAndItFillsAgain) {
