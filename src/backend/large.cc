@@ -142,12 +142,17 @@ void guard_gone(ChunkMeta* m) {
   g_guards.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// The guard page after `m`'s usable bytes, tried (without it the object
-// still works), and the canary from `size`, the size asked for, on.
-void arm_guard(ChunkMeta* m, size_t size) {
-  m->guarded = place_guard(m->base + m->large_size);
+// The canary from `size`, the size asked for, to `m`'s page boundary.
+void set_canary(ChunkMeta* m, size_t size) {
   m->large_slack = static_cast<uint32_t>(m->large_size - size);
   large_guard::fill_slack(m->base, size, m->large_size, canary_key(m));
+}
+
+// The guard page after `m`'s usable bytes, tried (without it the object
+// still works), and the canary.
+void arm_guard(ChunkMeta* m, size_t size) {
+  m->guarded = place_guard(m->base + m->large_size);
+  set_canary(m, size);
 }
 
 }  // namespace
@@ -205,7 +210,7 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
     if (usable < old && !address_space::shrink_huge(reinterpret_cast<void*>(m->base),
                                                     old + kGuardBytes, usable + kGuardBytes))
       return false;
-    if (config::kGuardLarge && usable < old) guard_gone(m);
+    if (move_guard) guard_gone(m);
     account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
     size_t chunk = size_t{1} << m->order;
@@ -225,12 +230,10 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);
   if constexpr (config::kGuardLarge) {
-    if (move_guard) {
+    if (move_guard)
       arm_guard(m, new_size);
-    } else {
-      m->large_slack = static_cast<uint32_t>(usable - new_size);
-      large_guard::fill_slack(m->base, new_size, usable, canary_key(m));
-    }
+    else
+      set_canary(m, new_size);
   }
   return true;
 }

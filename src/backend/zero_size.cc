@@ -5,6 +5,7 @@
 #include <new>
 
 #include "backend/address_space.h"
+#include "backend/chunk_meta.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "config.h"

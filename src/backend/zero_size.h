@@ -13,8 +13,6 @@
 
 #include <cstddef>
 
-#include "backend/chunk_meta.h"
-
 namespace roost::zero_size {
 
 // An address for a zero-size allocation aligned to `align` (a power of two,
@@ -26,9 +24,6 @@ void* alloc(size_t align);
 // Frees `p`, a step of the range; false when it was not allocated (freed
 // already, or never handed out).
 bool free(const void* p);
-
-// Is `m` the range's record?
-inline bool is_zero_size(const ChunkMeta* m) { return m->kind == ChunkKind::kZeroSize; }
 
 // Around fork(): taken before the metadata arena's and the address space's
 // locks (the range's set-up takes them).

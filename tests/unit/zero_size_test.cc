@@ -31,7 +31,7 @@ TEST(ZeroSize, StepsAreUniqueAlignedAndMappedToTheRangesRecord) {
     EXPECT_TRUE(seen.insert(addr(p)).second) << "handed out twice: " << p;
     ChunkMeta* m = pagemap::lookup(p);
     ASSERT_NE(m, nullptr);
-    EXPECT_TRUE(zero_size::is_zero_size(m));
+    EXPECT_EQ(m->kind, ChunkKind::kZeroSize);
   }
   for (size_t align : {size_t{32}, size_t{256}, config::kZeroSizeMaxAlign}) {
     void* p = zero_size::alloc(align);
