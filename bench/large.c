@@ -11,7 +11,10 @@
 // object, so what is measured is the allocator's path to and from the OS
 // (mmap/munmap, page faults, purging, caching of freed large objects), not
 // memset. Each thread keeps its last -k objects alive in a ring; the new
-// object's slot is freed first (the oldest), after its words have been checked.
+// object's slot is freed first (the oldest, or with -r one at random), after
+// its words have been checked. With -z each object is zeroed whole as it is
+// allocated (what `new char[n]()` does; every page is written), and the words
+// are written after it.
 //
 // Verification: each word is the object's tag (a hash of thread and sequence
 // number) plus its offset; all of an object's words are checked before it is
@@ -25,6 +28,9 @@
 //   -s MIN smallest size in bytes (default 1048576 = 1 MiB; at least 16)
 //   -S MAX largest size in bytes (default 67108864 = 64 MiB)
 //   -k K   objects each thread keeps alive (default 4)
+//   -z Z   1: zero each object whole after malloc (memset); default 0
+//   -r R   1: replace a slot drawn at random (a fixed sequence per thread)
+//          instead of the oldest; default 0
 //
 // Output (stdout, one line of key=value pairs): parameters, seconds (from the
 // first thread's start after the start barrier to the last thread's end, by the
@@ -59,6 +65,7 @@ static struct {
   unsigned threads;
   uint64_t per_thread;
   size_t min_size, max_size, keep;
+  int zero, random_slot;
   size_t sizes[kBenchSizeTable];
   Thread* t;
   pthread_barrier_t start;
@@ -110,7 +117,9 @@ static void* Run(void* arg) {
   pthread_barrier_wait(&g.start);
   BenchClockStart(&g.clock);
   for (uint64_t seq = 0; seq < g.per_thread; seq++) {
-    Slot* s = &th->ring[seq % g.keep];
+    size_t slot = g.random_slot ? (size_t)(BenchMix(((uint64_t)th->id << 40) ^ seq) % g.keep)
+                                : (size_t)(seq % g.keep);
+    Slot* s = &th->ring[slot];
     if (s->p != NULL) Release(th, s);
     size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
     unsigned char* p = malloc(size);
@@ -118,6 +127,7 @@ static void* Run(void* arg) {
       fprintf(stderr, "large: thread %u: malloc(%zu) failed\n", th->id, size);
       exit(1);
     }
+    if (g.zero) memset(p, 0, size);
     s->p = p;
     s->size = size;
     s->tag = Tag(th->id, seq);
@@ -134,19 +144,22 @@ static void* Run(void* arg) {
 
 static int Usage(const char* argv0) {
   fprintf(stderr,
-          "usage: %s [-t THREADS] [-n ALLOCATIONS_PER_THREAD] [-s MIN] [-S MAX] [-k KEEP]\n"
+          "usage: %s [-t THREADS] [-n ALLOCATIONS_PER_THREAD] [-s MIN] [-S MAX] [-k KEEP] [-z 0|1] "
+          "[-r 0|1]\n"
           "defaults: -t 2 -n 2000 -s 1048576 -S 67108864 -k 4 (k/m suffixes: x1000, x1000000)\n",
           argv0);
   return 2;
 }
 
 int main(int argc, char** argv) {
-  uint64_t t = 2, n = 2000, lo = 1 << 20, hi = 64 << 20, keep = 4;
-  const BenchOption opts[] = {{"-t", &t}, {"-n", &n}, {"-s", &lo}, {"-S", &hi}, {"-k", &keep}};
+  uint64_t t = 2, n = 2000, lo = 1 << 20, hi = 64 << 20, keep = 4, zero = 0, random_slot = 0;
+  const BenchOption opts[] = {{"-t", &t},    {"-n", &n},    {"-s", &lo},         {"-S", &hi},
+                              {"-k", &keep}, {"-z", &zero}, {"-r", &random_slot}};
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 1 || t > kMaxThreads || n < 1 || lo < 16 || hi < lo || hi > (1ull << 40) || keep < 1 ||
-      keep > (1u << 20)) {
-    fprintf(stderr, "large: need 1 <= t <= %d, n >= 1, 16 <= min <= max, 1 <= k\n", kMaxThreads);
+      keep > (1u << 20) || zero > 1 || random_slot > 1) {
+    fprintf(stderr, "large: need 1 <= t <= %d, n >= 1, 16 <= min <= max, 1 <= k, z and r 0 or 1\n",
+            kMaxThreads);
     return Usage(argv[0]);
   }
   g.threads = (unsigned)t;
@@ -154,6 +167,8 @@ int main(int argc, char** argv) {
   g.min_size = (size_t)lo;
   g.max_size = (size_t)hi;
   g.keep = (size_t)keep;
+  g.zero = (int)zero;
+  g.random_slot = (int)random_slot;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
   g.t = calloc(g.threads, sizeof(Thread));
   pthread_t* tids = calloc(g.threads, sizeof(pthread_t));
@@ -201,9 +216,10 @@ int main(int argc, char** argv) {
     free(th->ring);
   }
   printf(
-      "bench=large threads=%u n=%llu min=%zu max=%zu keep=%zu seconds=%.6f allocations=%llu "
+      "bench=large threads=%u n=%llu min=%zu max=%zu keep=%zu zero=%d random=%d seconds=%.6f "
+      "allocations=%llu "
       "bytes_allocated=%llu pages_touched=%llu ops_per_sec=%.0f",
-      g.threads, (unsigned long long)n, g.min_size, g.max_size, g.keep, secs,
+      g.threads, (unsigned long long)n, g.min_size, g.max_size, g.keep, g.zero, g.random_slot, secs,
       (unsigned long long)allocs, (unsigned long long)bytes, (unsigned long long)pages,
       (double)allocs / secs);
   free(g.t);

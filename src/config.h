@@ -86,6 +86,11 @@ static_assert(kTargetSlabBits >= kGranuleBits);
 
 // Released chunks stay resident (reusable without page faults) for one to
 // two purge delays (run-time option ROOST_PURGE_DELAY)...
+// ...chunks of at least this size longer, for as long as the program keeps
+// taking as many bytes of such chunks from the backend (big buffers cycled
+// through malloc and free); smaller ones are slab memory, which the
+// frontend keeps a reserve of itself...
+inline constexpr unsigned kDemandKeptMinOrder = 20;  // 1 MiB
 // ...unless more than this is waiting: then the older half is purged at once.
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 

@@ -1,14 +1,19 @@
 // backend/chunk_allocator.cc — implementation of backend/chunk_allocator.h.
 //
 // Decay: dirty chunks sit in two generations of per-order lists.  Releases
-// go to the young generation; every purge delay the old generation is
-// purged (outside the lock) and merged into the buddy lists, and the young
-// one becomes old.  So a chunk stays reusable for one to two delays, and
-// allocation prefers the young (most recently touched) chunks.  The clock is
-// read on these slow paths only.  Who ages the generations: the next
-// allocation or release that finds the delay passed, or the service thread
-// (purge_due), which wakes when the delay has passed, so that memory is
-// purged also while the program sleeps.
+// go to the young generation; every purge delay the young one becomes old,
+// and the old one is purged (outside the lock) and merged into the buddy
+// lists, but for as many bytes of its big chunks (config::kDemandKeptMinOrder
+// and up) as the program took in big chunks during that delay: those stay
+// old for another delay.  So a program that keeps cycling big buffers
+// through the backend keeps about one delay's worth of that demand
+// resident and does not fault it in again, while one that stops asking (or
+// sleeps) has every dirty chunk purged within two delays.  Allocation prefers the
+// young (most recently touched) chunks.  The clock is read on these slow
+// paths only.  Who ages the generations: the next allocation or release
+// that finds the delay passed, or the service thread (purge_due), which
+// wakes when the delay has passed, so that memory is purged also while the
+// program sleeps.  Over config::kMaxDirtyBytes, nothing is kept.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
@@ -48,8 +53,9 @@ SpinLock g_lock;
 SpinLock g_purge_lock;
 DList<ChunkMeta> g_free[kMaxOrder + 1];
 DirtyLists g_young, g_old;
-uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones the one before
+uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones an earlier one
 uint64_t g_rotated_ns = 0;  // when the young generation began
+size_t g_taken = 0;         // bytes of big chunks handed out since then (the demand kept for)
 // Counters written under the lock (but for split pieces) and read without it.
 std::atomic<size_t> g_reserved{0};
 std::atomic<size_t> g_bytes_out{0};
@@ -199,11 +205,38 @@ bool decay_due(uint64_t now) {
   return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= purge_delay_ns();
 }
 
+// Takes the old generation's chunks off their lists, but for up to `keep`
+// bytes of its big ones (the biggest first: they cost the most to fault in
+// again), which move to the young lists; returns the rest as detach() does.
+ChunkMeta* detach_old_keeping(size_t keep) {
+  ChunkMeta* all = nullptr;
+  for (unsigned o = kMaxOrder + 1; o-- > 0;) {
+    while (ChunkMeta* m = g_old.by_order[o].pop_front()) {
+      size_t size = size_t{1} << o;
+      if (o >= config::kDemandKeptMinOrder && size <= keep) {
+        keep -= size;
+        // Young for now (its epoch too, so that it never matches a later
+        // young generation's): old again after the swap.
+        m->dirty_epoch = g_epoch;
+        g_young.by_order[o].push_front(m);
+        continue;
+      }
+      count_dirty(m, -1);
+      set_kind(m, ChunkKind::kUnused);
+      m->next = all;
+      all = m;
+    }
+  }
+  return all;
+}
+
 // Ages the generations if decay_due(now).  Both locks held; returns the
 // bytes purged.
 size_t decay_locked(uint64_t now) {
   if (!decay_due(now)) return 0;
-  ChunkMeta* old = detach(g_old);
+  size_t keep = dirty_bytes() > config::kMaxDirtyBytes ? 0 : g_taken;
+  g_taken = 0;
+  ChunkMeta* old = detach_old_keeping(keep);
   for (unsigned o = 0; o <= kMaxOrder; o++) {
     // The young lists become the old ones (swap heads: O(orders)).
     ChunkMeta* head = g_young.by_order[o].head;
@@ -227,10 +260,12 @@ size_t decay(uint64_t now) {
 }
 
 // A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
-// if none.
+// if none.  The smallest that fits, the younger of two of a size: a bigger
+// one is split only when no chunk of the size is dirty, so that big chunks
+// stay whole for big requests.
 ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
-  for (DirtyLists* gen : {&g_young, &g_old}) {
-    for (unsigned j = order; j <= max_order; j++) {
+  for (unsigned j = order; j <= max_order; j++) {
+    for (DirtyLists* gen : {&g_young, &g_old}) {
       ChunkMeta* m = gen->by_order[j].pop_front();
       if (m == nullptr) continue;
       count_dirty(m, -1);
@@ -247,6 +282,7 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
 }
 
 void note_out(unsigned order) {
+  if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
   g_bytes_out.fetch_add(size_t{1} << order, std::memory_order_relaxed);
   g_chunks_out.fetch_add(1, std::memory_order_relaxed);
 }

@@ -5,7 +5,8 @@
 // dirty extents and their counters, and in the secure build where their
 // guard page and canary are (backend/large_guard.h; how many guard pages
 // exist at once).  Freed large chunks go back to the backend, which keeps
-// them resident for a purge delay (reused first) and then purges them.
+// them resident for a purge delay (reused first; longer while the program
+// keeps taking chunks of their size) and then purges them.
 // Must never: be used for sizes a slab can serve, or keep
 // freed memory of its own.
 #pragma once

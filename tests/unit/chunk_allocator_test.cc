@@ -97,23 +97,71 @@ TEST(ChunkAllocator, ReleasedChunksAreReusedUnpurgedThenPurged) {
   EXPECT_FALSE(chunks::purge_all());
 }
 
-// Dirty memory is purged by the allocations and releases that come one to
-// two purge delays after it was released.
-TEST(ChunkAllocator, DirtyChunksArePurgedAfterTheDelay) {
+// Dirty memory is purged by the calls that come one to two purge delays
+// after it was released, unless it is a big chunk (1 MiB and up) and the
+// program took as many bytes of big chunks from the backend meanwhile: then
+// it stays for another delay, for as long as that goes on.
+TEST(ChunkAllocator, BigDirtyChunksStayWhileTheProgramTakesBigChunksThenArePurged) {
   chunks::purge_all();
   ScopedPurgeDelay delay(20);
-  ChunkMeta* m = chunks::alloc(17);
-  ASSERT_NE(m, nullptr);
-  char* bytes = reinterpret_cast<char*>(m->base);
-  bytes[5] = 7;
-  chunks::release(m, 4096);
+  ChunkMeta* big = chunks::alloc(20);
+  ChunkMeta* small = chunks::alloc(17);
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(small, nullptr);
+  char* big_bytes = reinterpret_cast<char*>(big->base);
+  char* small_bytes = reinterpret_cast<char*>(small->base);
+  big_bytes[5] = 7;
+  small_bytes[5] = 7;
+  chunks::release(big, 4096);
+  chunks::release(small, 4096);
+  EXPECT_EQ(chunks::dirty_bytes(), 8192u);
+  // Four delays, each with 2 MiB taken (a size neither dirty chunk can
+  // serve, so neither is reused): the big one is kept, the small one not.
+  for (int i = 0; i < 4; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    chunks::release(chunks::alloc(21), 0);  // ages the generations, after the take
+  }
   EXPECT_EQ(chunks::dirty_bytes(), 4096u);
+  EXPECT_EQ(big_bytes[5], 7);
+  EXPECT_EQ(small_bytes[5], 0);
+  // Two delays with nothing taken (the service thread's call ages them):
+  // purged.
+  uint64_t next = 0;
   for (int i = 0; i < 2; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    chunks::release(chunks::alloc(18), 0);  // any call ages the generations (not a reuse)
+    chunks::purge_due(os::now_ns(), &next);
   }
   EXPECT_EQ(chunks::dirty_bytes(), 0u);
-  EXPECT_EQ(bytes[5], 0);
+  EXPECT_EQ(big_bytes[5], 0);
+  EXPECT_EQ(next, UINT64_MAX);
+}
+
+// A request takes a dirty chunk of its own size, even an older one, before
+// it splits a bigger one: big chunks stay whole for big requests.
+TEST(ChunkAllocator, DirtyChunksOfTheSizeAskedForAreTakenBeforeBiggerOnesAreSplit) {
+  chunks::purge_all();
+  ScopedPurgeDelay delay(20);
+  ChunkMeta* small = chunks::alloc(17);
+  ChunkMeta* big = chunks::alloc(19);
+  ASSERT_NE(small, nullptr);
+  ASSERT_NE(big, nullptr);
+  uintptr_t small_base = small->base, big_base = big->base;
+  chunks::release(small, size_t{128} << 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  uint64_t next = 0;
+  chunks::purge_due(os::now_ns(), &next);  // `small` is old now
+  // `big` is young.
+  chunks::release(big, size_t{512} << 10);
+  ChunkMeta* again = chunks::alloc(17);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->base, small_base);
+  EXPECT_EQ(again->dirty_pages, 32u);
+  ChunkMeta* whole = chunks::alloc(19);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(whole->base, big_base);
+  EXPECT_EQ(whole->dirty_pages, 128u);
+  chunks::release(again, 0);
+  chunks::release(whole, 0);
 }
 
 // purge_due() (the service thread's call) ages dirty memory on time with no
