@@ -8,12 +8,13 @@
 // old for another delay.  So a program that keeps cycling big buffers
 // through the backend keeps about one delay's worth of that demand
 // resident and does not fault it in again, while one that stops asking (or
-// sleeps) has every dirty chunk purged within two delays.  Allocation prefers the
-// young (most recently touched) chunks.  The clock is read on these slow
-// paths only.  Who ages the generations: the next allocation or release
-// that finds the delay passed, or the service thread (purge_due), which
-// wakes when the delay has passed, so that memory is purged also while the
-// program sleeps.  Over config::kMaxDirtyBytes, nothing is kept.
+// sleeps) has every dirty chunk purged within three delays of its last
+// request.  Over config::kMaxDirtyBytes, nothing is kept.  Allocation takes
+// the smallest dirty chunk that fits, the younger of two of a size.  The
+// clock is read on these slow paths only.  Who ages the generations: the
+// next allocation or release that finds the delay passed, or the service
+// thread (purge_due), which wakes when the delay has passed, so that memory
+// is purged also while the program sleeps.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
