@@ -153,17 +153,20 @@ void merge_dirty(ChunkMeta* m) {
   push_dirty(m);
 }
 
-// Takes every chunk of `gen` off its lists and puts it in front of `all`
-// (a list linked through `next`); returns the new list.
+// Puts `m`, just taken off its dirty list, in front of `all` (chunks in
+// transit to a purge, linked through `next`); returns the new list.
+ChunkMeta* into_transit(ChunkMeta* m, ChunkMeta* all) {
+  count_dirty(m, -1);
+  set_kind(m, ChunkKind::kUnused);  // in transit: not found by merges
+  m->next = all;
+  return m;
+}
+
+// Takes every chunk of `gen` off its lists and puts it in front of `all`;
+// returns the new list.
 ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
-  for (DList<ChunkMeta>& list : gen.by_order) {
-    while (ChunkMeta* m = list.pop_front()) {
-      count_dirty(m, -1);
-      set_kind(m, ChunkKind::kUnused);  // in transit: not found by merges
-      m->next = all;
-      all = m;
-    }
-  }
+  for (DList<ChunkMeta>& list : gen.by_order)
+    while (ChunkMeta* m = list.pop_front()) all = into_transit(m, all);
   return all;
 }
 
@@ -206,9 +209,9 @@ bool decay_due(uint64_t now) {
   return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= purge_delay_ns();
 }
 
-// Takes the old generation's chunks off their lists, but for up to `keep`
-// bytes of its big ones (the biggest first: they cost the most to fault in
-// again), which move to the young lists; returns the rest as detach() does.
+// detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
+// first: they cost the most to fault in again), which move to the young
+// lists instead.
 ChunkMeta* detach_old_keeping(size_t keep) {
   ChunkMeta* all = nullptr;
   for (unsigned o = kMaxOrder + 1; o-- > 0;) {
@@ -222,10 +225,7 @@ ChunkMeta* detach_old_keeping(size_t keep) {
         g_young.by_order[o].push_front(m);
         continue;
       }
-      count_dirty(m, -1);
-      set_kind(m, ChunkKind::kUnused);
-      m->next = all;
-      all = m;
+      all = into_transit(m, all);
     }
   }
   return all;
