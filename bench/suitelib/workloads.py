@@ -148,6 +148,10 @@ WORKLOADS = [
     Workload("cachethrash", "cache-thrash (active false sharing), 8 B", "cachethrash",
              ["-t", "4", "-i", "100000", "-w", "400"], "writes_per_sec", "-i", threads="t",
              stresses="small objects of different threads on one cache line"),
+    Workload("mstress", "mstress-style: 4 threads a round, random sizes, objects cross rounds",
+             "mstress", ["-t", "4", "-r", "100", "-n", "20000", "-l", "20000"], "ops_per_sec", "-r",
+             threads="t", sets=("default", "full"),
+             stresses="thread generations: objects freed after their allocating thread exited"),
     # --- single-thread-ish: memory shape ------------------------------------------------------
     Workload("frag", "fragmentation (phases, random lifetimes), 64 MiB live", "frag",
              ["-t", "1", "-n", "3000000"], "ops_per_sec", "-n", threads="t", sweep=False,
