@@ -45,11 +45,16 @@
 //   -n N  ops (free + malloc) per thread                    default 200000
 //   -k K  slots (live objects) per chain                    default 1000
 //   -s MIN, -S MAX  object sizes in bytes (MIN >= 8)        default 16, 1024
+//   -z Z  1: C++'s operator new and sized delete instead of  default 0
+//         malloc and free (a C++ server's calls; the program
+//         links libstdc++, so a preloaded allocator that
+//         defines them is called, or else libstdc++'s own)
 //
 // Output (stdout, one line of key=value pairs): parameters, ops (T x G x N),
 // seconds, ops_per_sec (ops per second, all threads together; one op is one
 // free plus one malloc), threads_created, the tag checksum, then the common
-// tail (vmhwm_kib, malloc_from, verify). The allocator under test is swapped
+// tail (vmhwm_kib, malloc_from, verify); with -z 1 also delete_from (the
+// library whose sized delete was called). The allocator under test is swapped
 // with LD_PRELOAD.
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -57,6 +62,20 @@
 #include "bench_common.h"
 
 enum { kMaxChains = 1024 };
+
+// The allocation calls: malloc/free, or operator new(size_t) and
+// operator delete(void*, size_t) looked up by their mangled names.
+static void* (*g_new)(size_t);
+static void (*g_delete_sized)(void*, size_t);
+
+static void* Alloc(size_t size) { return g_new != NULL ? g_new(size) : malloc(size); }
+
+static void Free(void* p, size_t size) {
+  if (g_delete_sized != NULL)
+    g_delete_sized(p, size);
+  else
+    free(p);
+}
 
 typedef struct Slot {
   unsigned char* p;
@@ -96,9 +115,9 @@ static uint64_t Tag(unsigned chain, uint64_t seq) {
 
 static void Allocate(Chain* c, Slot* s) {
   size_t size = g.sizes[BenchNext(&c->rng) & (kBenchSizeTable - 1)];
-  unsigned char* p = malloc(size);
+  unsigned char* p = Alloc(size);
   if (p == NULL) {
-    fprintf(stderr, "larson: malloc(%zu) failed\n", size);
+    fprintf(stderr, "larson: allocation of %zu bytes failed\n", size);
     exit(1);
   }
   uint64_t tag = Tag(c->id, c->seq++);
@@ -127,7 +146,7 @@ static void Release(Chain* c, Slot* s) {
   }
   c->free_sum += head;
   c->frees++;
-  free(s->p);
+  Free(s->p, s->size);
   s->p = NULL;
 }
 
@@ -163,20 +182,22 @@ static void* Worker(void* arg) {
 static int Usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [-t CHAINS] [-g GENERATIONS] [-n OPS_PER_THREAD] [-k SLOTS] [-s MIN] "
-          "[-S MAX]\n"
-          "defaults: -t 4 -g 40 -n 200000 -k 1000 -s 16 -S 1024 (k/m suffixes: x1000)\n",
+          "[-S MAX] [-z 0|1]\n"
+          "defaults: -t 4 -g 40 -n 200000 -k 1000 -s 16 -S 1024 -z 0 (k/m suffixes: x1000)\n",
           argv0);
   return 2;
 }
 
 int main(int argc, char** argv) {
-  uint64_t t = 4, gens = 40, n = 200000, k = 1000, lo = 16, hi = 1024;
-  const BenchOption opts[] = {{"-t", &t}, {"-g", &gens}, {"-n", &n},
-                              {"-k", &k}, {"-s", &lo},   {"-S", &hi}};
+  uint64_t t = 4, gens = 40, n = 200000, k = 1000, lo = 16, hi = 1024, sized = 0;
+  const BenchOption opts[] = {{"-t", &t},  {"-g", &gens}, {"-n", &n},    {"-k", &k},
+                              {"-s", &lo}, {"-S", &hi},   {"-z", &sized}};
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 1 || t > kMaxChains || gens < 1 || gens > (1u << 20) || n > (1ull << 40) || k < 1 ||
-      k > (1u << 24) || lo < 8 || hi < lo || hi > (1u << 30)) {
-    fprintf(stderr, "larson: need 1 <= t <= %d, 1 <= g <= 2^20, 1 <= k <= 2^24, 8 <= min <= max\n",
+      k > (1u << 24) || lo < 8 || hi < lo || hi > (1u << 30) || sized > 1) {
+    fprintf(stderr,
+            "larson: need 1 <= t <= %d, 1 <= g <= 2^20, 1 <= k <= 2^24, 8 <= min <= max, "
+            "z 0 or 1\n",
             kMaxChains);
     return Usage(argv[0]);
   }
@@ -187,6 +208,14 @@ int main(int argc, char** argv) {
   g.min_size = (size_t)lo;
   g.max_size = (size_t)hi;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
+  if (sized) {
+    g_new = (void* (*)(size_t))dlsym(RTLD_DEFAULT, "_Znwm");
+    g_delete_sized = (void (*)(void*, size_t))dlsym(RTLD_DEFAULT, "_ZdlPvm");
+    if (g_new == NULL || g_delete_sized == NULL) {
+      fprintf(stderr, "larson: operator new or sized delete not found: %s\n", dlerror());
+      return 1;
+    }
+  }
 
   g.c = BenchAllocZeroed("larson", 64, sizeof(Chain) * g.chains);
   for (unsigned i = 0; i < g.chains; i++) {
@@ -247,11 +276,17 @@ int main(int argc, char** argv) {
   free(g.c);
   printf(
       "bench=larson threads=%u generations=%llu n=%llu slots=%llu min=%zu max=%zu ops=%llu "
-      "seconds=%.6f ops_per_sec=%.0f threads_created=%llu checksum=%016llx",
+      "sized=%d seconds=%.6f ops_per_sec=%.0f threads_created=%llu checksum=%016llx",
       g.chains, (unsigned long long)g.generations, (unsigned long long)g.ops,
-      (unsigned long long)g.slots, g.min_size, g.max_size, (unsigned long long)ops, secs,
-      (double)ops / secs, (unsigned long long)(g.chains * g.generations),
+      (unsigned long long)g.slots, g.min_size, g.max_size, (unsigned long long)ops, (int)sized,
+      secs, (double)ops / secs, (unsigned long long)(g.chains * g.generations),
       (unsigned long long)free_sum);
+  // Which library's operator delete the -z run called.
+  Dl_info info;
+  if (g_delete_sized != NULL && dladdr((void*)g_delete_sized, &info) != 0 && info.dli_fname)
+    printf(" delete_from=%s", info.dli_fname);
+  else
+    printf(" delete_from=%s", sized ? "unknown" : "none");
   BenchReportTail(ok);
   return ok ? 0 : 1;
 }
