@@ -5,12 +5,14 @@
 
 namespace roost::pagemap {
 
-std::atomic<ChunkMeta*>* g_entries = nullptr;
+std::atomic<uintptr_t>* g_entries = nullptr;
 uintptr_t g_limit = 0;
+constinit ChunkMeta g_stray{};
+constinit ChunkMeta* g_stray_key = &g_stray;
 
 namespace {
 
-constexpr size_t kEntryBytes = sizeof(std::atomic<ChunkMeta*>);
+constexpr size_t kEntryBytes = sizeof(std::atomic<uintptr_t>);
 constexpr size_t kSlotEntryBytes = (config::kRegion >> config::kGranuleBits) * kEntryBytes;
 static_assert(kSlotEntryBytes % config::kPageSize == 0);
 
@@ -32,7 +34,7 @@ void draw_layout(uintptr_t* window_start, uintptr_t* table_at) {
               ((e >> 32) % config::kPagemapSpread << config::kPagemapStepBits);
 }
 
-void publish(std::atomic<ChunkMeta*>* entries, size_t count) {
+void publish(std::atomic<uintptr_t>* entries, size_t count) {
   g_entries = entries;
   std::atomic_ref(g_limit).store(count, std::memory_order_release);
 }
@@ -51,7 +53,7 @@ bool init() {
       case os::Placement::kPlaced:
         // Fresh pages read as zero: every entry starts null.
         g_grows = true;
-        publish(reinterpret_cast<std::atomic<ChunkMeta*>*>(table_at), first_entries);
+        publish(reinterpret_cast<std::atomic<uintptr_t>*>(table_at), first_entries);
         return true;
       case os::Placement::kRefused:
         return false;
@@ -62,7 +64,7 @@ bool init() {
   g_wanted = kEntries * kEntryBytes;
   void* p = os::reserve_aligned(g_wanted, os::page_size());
   if (p == nullptr) return false;
-  publish(static_cast<std::atomic<ChunkMeta*>*>(p), kEntries);
+  publish(static_cast<std::atomic<uintptr_t>*>(p), kEntries);
   return true;
 }
 
@@ -88,7 +90,10 @@ size_t reserved_bytes() { return std::atomic_ref(g_limit).load(std::memory_order
 void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta) {
   uintptr_t first = base >> config::kGranuleBits;
   uintptr_t last = (base + bytes - 1) >> config::kGranuleBits;
-  for (uintptr_t i = first; i <= last; i++) g_entries[i].store(meta, std::memory_order_relaxed);
+  uintptr_t entry = meta == nullptr ? 0
+                                    : reinterpret_cast<uintptr_t>(meta) ^
+                                          reinterpret_cast<uintptr_t>(g_stray_key);
+  for (uintptr_t i = first; i <= last; i++) g_entries[i].store(entry, std::memory_order_relaxed);
 }
 
 }  // namespace roost::pagemap

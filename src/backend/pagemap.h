@@ -9,8 +9,11 @@
 // the array sits at a random place from config::kPagemapBase and grows in
 // place as the window does, so it costs address space in proportion to roost's memory;
 // otherwise it covers the whole 47-bit address space from the start.
-// Slabs map every granule; large objects map their first.  Must never:
-// allocate, or interpret the metadata.
+// Slabs map every granule; large objects map their first.  An entry holds
+// its record's address XOR the stray record's (g_stray), so an entry never
+// written, or cleared, reads as the stray record (ownerless, kind kUnused)
+// and the free fast path needs no null test: its owner comparison sends it
+// to the slow path.  Must never: allocate, or interpret the metadata.
 #pragma once
 
 #include <atomic>
@@ -36,8 +39,19 @@ inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::
 // shows it the new limit).  The fast path reads both plainly, so the
 // limit's load folds into its compare: an aligned word load, which x86-64
 // and AArch64 never tear.
-extern std::atomic<ChunkMeta*>* g_entries ROOST_HIDDEN;
+extern std::atomic<uintptr_t>* g_entries ROOST_HIDDEN;
 extern uintptr_t g_limit ROOST_HIDDEN;
+
+// What an unused entry reads as, and the key entries are XORed with (its
+// address, in a variable so that the fast path's XOR reads it from memory
+// in the same instruction).
+extern ChunkMeta g_stray ROOST_HIDDEN;
+extern ChunkMeta* g_stray_key ROOST_HIDDEN;
+
+ROOST_INLINE ChunkMeta* decode(uintptr_t entry) {
+  return reinterpret_cast<ChunkMeta*>(entry ^ reinterpret_cast<uintptr_t>(g_stray_key));
+}
+ROOST_INLINE bool is_stray(const ChunkMeta* m) { return m == &g_stray; }
 
 // Reserves the table.  Returns false if the OS refused (wanted_bytes() says
 // how much it asked for).
@@ -56,23 +70,29 @@ uintptr_t window_start();
 // Address space the table holds now.
 size_t reserved_bytes();
 
+// The record of the chunk covering `p`, or nullptr when roost does not own it.
 ROOST_INLINE ChunkMeta* lookup(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   uintptr_t index = a >> config::kGranuleBits;
   if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
-  return g_entries[index].load(std::memory_order_relaxed);
+  uintptr_t entry = g_entries[index].load(std::memory_order_relaxed);
+  return entry == 0 ? nullptr : decode(entry);
 }
 
-// lookup() for the free fast path, folding in the check that `p` is 16-byte
-// aligned: rotating the low four bits to the top before the shift makes any
-// misaligned pointer's index exceed the table, so it says "not ours" (and
-// the slow path diagnoses it) at no extra instruction.
-ROOST_INLINE ChunkMeta* lookup_aligned(const void* p) {
+// The free fast path's lookup, in two steps.  aligned_index() folds in the
+// check that `p` is 16-byte aligned: rotating the low four bits to the top
+// before the shift makes any misaligned pointer's index fail in_table(),
+// so it is "not ours" (and the slow path diagnoses it) at no extra
+// instruction.  record_at() of an index in the table is never null: the
+// stray record where roost owns nothing.
+ROOST_INLINE uintptr_t aligned_index(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   uintptr_t rotated = (a >> config::kMinAllocBits) | (a << (64 - config::kMinAllocBits));
-  uintptr_t index = rotated >> (config::kGranuleBits - config::kMinAllocBits);
-  if (ROOST_UNLIKELY(index >= g_limit)) return nullptr;
-  return g_entries[index].load(std::memory_order_relaxed);
+  return rotated >> (config::kGranuleBits - config::kMinAllocBits);
+}
+ROOST_INLINE bool in_table(uintptr_t index) { return index < g_limit; }
+ROOST_INLINE ChunkMeta* record_at(uintptr_t index) {
+  return decode(g_entries[index].load(std::memory_order_relaxed));
 }
 
 // Maps the granules of [base, base + bytes) to `meta` (or null to unmap).

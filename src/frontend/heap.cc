@@ -135,6 +135,10 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
     a->free_remote(m, p);
     return;
   }
+  if (pagemap::is_stray(m)) {
+    dealloc_unmapped(p, a, where);
+    return;
+  }
   dealloc_other(p, m, a, where);
 }
 

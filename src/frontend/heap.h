@@ -18,12 +18,14 @@ ROOST_NOINLINE void* alloc_large(size_t size, size_t align, bool zero);
 // faults on access; else, or when that cannot be had, an object as for one
 // byte).
 ROOST_NOINLINE void* alloc_zero_size(size_t align);
-// A free the fast path did not take: `m` is its lookup (not nullptr), `a`
-// the calling thread's allocator.  The usual case is another allocator's
-// object, which goes straight to the remote-free path.
+// A free the fast path did not take: `m` is its record (the stray record
+// where roost owns nothing: see pagemap.h), `a` the calling thread's
+// allocator.  The usual case is another allocator's object, which goes
+// straight to the remote-free path.
 ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where);
 // A free of a pointer the aligned lookup did not find: null, misaligned
-// (looked up again to tell an interior pointer) or foreign.
+// (looked up again to tell an interior pointer) or foreign (beyond the
+// table, or the stray record's).
 ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
 ROOST_INLINE void* alloc(size_t size) {
@@ -38,9 +40,12 @@ ROOST_INLINE void* alloc(size_t size) {
 }
 
 ROOST_INLINE void dealloc(void* p, const char* where) {
-  ChunkMeta* m = pagemap::lookup_aligned(p);
+  uintptr_t index = pagemap::aligned_index(p);
   Allocator* a = pool::current();
-  if (ROOST_LIKELY(m != nullptr)) {
+  if (ROOST_LIKELY(pagemap::in_table(index))) {
+    // Never null: memory roost does not own has the stray record, which no
+    // allocator owns.
+    ChunkMeta* m = pagemap::record_at(index);
     if constexpr (config::kDetectDoubleFree) {
       // Only an exact object start of a slab carries a mark; the slow path
       // names whatever else this is.
