@@ -9,10 +9,10 @@
 // threads work longer, so others exit while they run); each step picks a
 // local slot and
 //   - fills it when it is empty (a new object of a random size), or else
-//   - frees it (1 in 2), or
 //   - swaps it with a random slot of a global transfer array of X slots
-//     (1 in 4, an atomic exchange), or
-//   - replaces it with a new object (1 in 4).
+//     (1 in E, an atomic exchange; E = 4 by default), or
+//   - frees it (2 in 3 of the rest), or
+//   - replaces it with a new object (1 in 3 of the rest).
 // A thread frees what is left in its local slots before it exits; the
 // transfer array lives on, so an object is often freed by a thread of a
 // later round, after the thread that allocated it has exited.  Main frees
@@ -20,7 +20,8 @@
 //
 // Sizes: 8 x 2^e bytes with e uniform in 0..6 (8 to 512); one object in 100
 // is a hundred times bigger (up to 51 KB), one in 10 000 ten thousand times
-// (up to 5 MB).  Every object is written whole when made.
+// (up to 5 MB).  Every object is written whole when made (with -w 0, only
+// its first and last 8 bytes).
 //
 // What it stresses: allocation and free across thread exits (memory of an
 // exited thread's allocator freed by a newer thread), a steady stream of new
@@ -39,6 +40,9 @@
 //   -n N  steps per round of thread 0     default 20000
 //   -l L  local slots per thread          default 20000
 //   -x X  transfer slots                  default 1000
+//   -e E  a full slot is swapped 1 in E   default 4
+//   -w W  1: write objects whole; 0: only their first and last 8 bytes
+//                                         default 1
 //
 // Output (stdout, one line of key=value pairs): parameters, ops (steps, all
 // threads and rounds), seconds (wall time of the rounds, thread starts and
@@ -62,7 +66,7 @@ typedef struct Thread {
 
 static struct {
   unsigned threads;
-  uint64_t rounds, steps, local_slots, transfer_slots;
+  uint64_t rounds, steps, local_slots, transfer_slots, exchange, write_whole;
   Thread* t;
   _Atomic(unsigned char*)* transfer;
   _Atomic uint64_t bad_reports;
@@ -91,7 +95,12 @@ static unsigned char* Make(Thread* self, BenchRng* rng, uint64_t step) {
   }
   uint64_t hash = BenchMix(((uint64_t)self->id << 48) ^ (self->round << 32) ^ step);
   uint64_t tag = hash << kSizeBits | size;
-  for (size_t off = 0; off < size; off += 8) BenchStore64(p + off, tag);
+  if (g.write_whole) {
+    for (size_t off = 0; off < size; off += 8) BenchStore64(p + off, tag);
+  } else {
+    BenchStore64(p, tag);
+    BenchStore64(p + size - 8, tag);
+  }
   self->written_sum += tag;
   self->allocated++;
   return p;
@@ -125,19 +134,15 @@ static void* Worker(void* arg) {
       local[i] = Make(self, &rng, step);
       continue;
     }
-    switch ((r >> 40) & 3) {
-      case 0:
-      case 1:
-        Check(&self->read_sum, &self->freed, &self->bad, p);
-        local[i] = NULL;
-        break;
-      case 2:
-        local[i] = atomic_exchange(&g.transfer[(r >> 42) % g.transfer_slots], p);
-        break;
-      default:
-        Check(&self->read_sum, &self->freed, &self->bad, p);
-        local[i] = Make(self, &rng, step);
-        break;
+    uint64_t c = BenchNext(&rng);
+    if (c % g.exchange == 0) {
+      local[i] = atomic_exchange(&g.transfer[(c >> 32) % g.transfer_slots], p);
+    } else if ((c >> 20) % 3 != 0) {
+      Check(&self->read_sum, &self->freed, &self->bad, p);
+      local[i] = NULL;
+    } else {
+      Check(&self->read_sum, &self->freed, &self->bad, p);
+      local[i] = Make(self, &rng, step);
     }
   }
   for (uint64_t i = 0; i < slots; i++) {
@@ -149,21 +154,23 @@ static void* Worker(void* arg) {
 
 static int Usage(const char* argv0) {
   fprintf(stderr,
-          "usage: %s [-t THREADS] [-r ROUNDS] [-n STEPS] [-l LOCAL_SLOTS] [-x TRANSFER_SLOTS]\n"
-          "defaults: -t 4 -r 100 -n 20000 -l 20000 -x 1000 (k/m suffixes: x1000)\n",
+          "usage: %s [-t THREADS] [-r ROUNDS] [-n STEPS] [-l LOCAL_SLOTS] [-x TRANSFER_SLOTS] "
+          "[-e EXCHANGE] [-w 0|1]\n"
+          "defaults: -t 4 -r 100 -n 20000 -l 20000 -x 1000 -e 4 -w 1 (k/m suffixes: x1000)\n",
           argv0);
   return 2;
 }
 
 int main(int argc, char** argv) {
-  uint64_t t = 4, rounds = 100, n = 20000, l = 20000, x = 1000;
-  const BenchOption opts[] = {{"-t", &t}, {"-r", &rounds}, {"-n", &n}, {"-l", &l}, {"-x", &x}};
+  uint64_t t = 4, rounds = 100, n = 20000, l = 20000, x = 1000, e = 4, w = 1;
+  const BenchOption opts[] = {{"-t", &t}, {"-r", &rounds}, {"-n", &n}, {"-l", &l},
+                              {"-x", &x}, {"-e", &e},      {"-w", &w}};
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 1 || t > kMaxThreads || rounds < 1 || rounds > (1u << 20) || n < 1 || n > (1ull << 40) ||
-      l < 1 || l > (1u << 24) || x < 1 || x > (1u << 24)) {
+      l < 1 || l > (1u << 24) || x < 1 || x > (1u << 24) || e < 1 || w > 1) {
     fprintf(stderr,
             "mstress: need 1 <= t <= %d, 1 <= r <= 2^20, n >= 1, 1 <= l <= 2^24, "
-            "1 <= x <= 2^24\n",
+            "1 <= x <= 2^24, e >= 1, w 0 or 1\n",
             kMaxThreads);
     return Usage(argv[0]);
   }
@@ -172,6 +179,8 @@ int main(int argc, char** argv) {
   g.steps = n;
   g.local_slots = l;
   g.transfer_slots = x;
+  g.exchange = e;
+  g.write_whole = w;
 
   g.t = BenchAllocZeroed("mstress", 64, sizeof(Thread) * g.threads);
   g.transfer = BenchAllocZeroed("mstress", 64, sizeof(*g.transfer) * g.transfer_slots);
@@ -225,12 +234,13 @@ int main(int argc, char** argv) {
   free(g.t);
   free((void*)g.transfer);
   printf(
-      "bench=mstress threads=%u rounds=%llu n=%llu local=%llu transfer=%llu ops=%llu "
-      "allocations=%llu seconds=%.6f ops_per_sec=%.0f checksum=%016llx",
+      "bench=mstress threads=%u rounds=%llu n=%llu local=%llu transfer=%llu exchange=%llu "
+      "write_whole=%llu ops=%llu allocations=%llu seconds=%.6f ops_per_sec=%.0f "
+      "checksum=%016llx",
       g.threads, (unsigned long long)g.rounds, (unsigned long long)g.steps,
       (unsigned long long)g.local_slots, (unsigned long long)g.transfer_slots,
-      (unsigned long long)ops, (unsigned long long)allocated, secs, (double)ops / secs,
-      (unsigned long long)read);
+      (unsigned long long)g.exchange, (unsigned long long)g.write_whole, (unsigned long long)ops,
+      (unsigned long long)allocated, secs, (double)ops / secs, (unsigned long long)read);
   BenchReportTail(ok);
   return ok ? 0 : 1;
 }

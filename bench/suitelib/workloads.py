@@ -155,6 +155,10 @@ WORKLOADS = [
              "mstress", ["-t", "4", "-r", "100", "-n", "20000", "-l", "20000"], "ops_per_sec", "-r",
              threads="t", sets=("default", "full"),
              stresses="thread generations: objects freed after their allocating thread exited"),
+    Workload("mixed", "mixed sizes, mostly thread-local: 4 long-lived threads, 1 % swapped",
+             "mstress", ["-t", "4", "-r", "1", "-n", "3000000", "-l", "100000", "-e", "100",
+                         "-w", "0"], "ops_per_sec", "-n", threads="t",
+             stresses="random sizes 8 B..5 MB, a large working set, few remote frees"),
     # --- single-thread-ish: memory shape ------------------------------------------------------
     Workload("frag", "fragmentation (phases, random lifetimes), 64 MiB live", "frag",
              ["-t", "1", "-n", "3000000"], "ops_per_sec", "-n", threads="t", sweep=False,
