@@ -90,9 +90,7 @@ size_t reserved_bytes() { return std::atomic_ref(g_limit).load(std::memory_order
 void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta) {
   uintptr_t first = base >> config::kGranuleBits;
   uintptr_t last = (base + bytes - 1) >> config::kGranuleBits;
-  uintptr_t entry = meta == nullptr ? 0
-                                    : reinterpret_cast<uintptr_t>(meta) ^
-                                          reinterpret_cast<uintptr_t>(g_stray_key);
+  uintptr_t entry = encode(meta);
   for (uintptr_t i = first; i <= last; i++) g_entries[i].store(entry, std::memory_order_relaxed);
 }
 

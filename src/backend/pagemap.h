@@ -48,6 +48,13 @@ extern uintptr_t g_limit ROOST_HIDDEN;
 extern ChunkMeta g_stray ROOST_HIDDEN;
 extern ChunkMeta* g_stray_key ROOST_HIDDEN;
 
+// An entry for `meta` (0 for null), and back; zero decodes as the stray
+// record.
+ROOST_INLINE uintptr_t encode(const ChunkMeta* meta) {
+  return meta == nullptr
+             ? 0
+             : reinterpret_cast<uintptr_t>(meta) ^ reinterpret_cast<uintptr_t>(g_stray_key);
+}
 ROOST_INLINE ChunkMeta* decode(uintptr_t entry) {
   return reinterpret_cast<ChunkMeta*>(entry ^ reinterpret_cast<uintptr_t>(g_stray_key));
 }
