@@ -109,6 +109,21 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
   }
 }
 
+// Another allocator's object freed by a thread with an offload port: onto
+// the port's free ring, or (ring full) the remote-free path.  Apart from
+// dealloc_slow so that its call does not make the common remote free keep
+// a stack frame.
+ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a) {
+  // The class first: once on the ring, the object may be freed and its slab
+  // reused at any moment.
+  unsigned sc = m->sizeclass;
+  if (offload::give(a->port(), p)) {
+    a->count_handed_free(sc);
+    return;
+  }
+  a->free_remote(m, p);
+}
+
 }  // namespace
 
 void dealloc_unmapped(void* p, Allocator* a, const char* where) {
@@ -124,13 +139,8 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
     if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
-      // The class first: once on the ring, the object may be freed and its
-      // slab reused at any moment.
-      unsigned sc = m->sizeclass;
-      if (offload::give(a->port(), p)) {
-        a->count_handed_free(sc);
-        return;
-      }
+      dealloc_through_port(p, m, a);
+      return;
     }
     a->free_remote(m, p);
     return;
