@@ -460,6 +460,29 @@ TEST(Realloc, WithinTheUsableSizeStaysInPlace) {
   }
 }
 
+// A shrink that keeps at least half of a small object's usable bytes
+// stays in place (as glibc's, mimalloc's and tcmalloc's do): a program that
+// trims its buffers pays no copy for it.  Smaller still, it may move, and
+// loses nothing.
+TEST(Realloc, AShrinkToHalfTheObjectOrMoreStaysInPlace) {
+  for (size_t n :
+       {size_t{64}, size_t{100}, size_t{1000}, size_t{5000}, size_t{40000}, size_t{200000}}) {
+    void* p = malloc(n);
+    ASSERT_NE(p, nullptr);
+    size_t usable = malloc_usable_size(p);
+    fill_pattern(p, usable, n);
+    size_t half = (usable + 1) / 2;
+    void* q = realloc(p, half);
+    EXPECT_EQ(q, p) << "shrinking " << usable << " usable bytes to " << half << " moved them";
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(check_pattern(q, half, n));
+    void* r = realloc(q, half / 4 + 1);
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(check_pattern(r, half / 4 + 1, n)) << "shrinking " << half << " lost bytes";
+    free(r);
+  }
+}
+
 TEST(Realloc, HugeSizeFailsWithENOMEMAndKeepsTheBlock) {
   for (size_t n : {size_t{100}, size_t{70000}, 2 * kMiB}) {
     void* p = malloc(n);
