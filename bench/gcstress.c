@@ -95,7 +95,7 @@ static struct {
   uint64_t ops, root_slots, turn, malloc_limit;
   Thread* t;
   pthread_mutex_t lock;
-  Page** pages;  // heap pages (NULL where one was freed)
+  Page** pages;  // the heap pages
   size_t page_count, page_cap, pages_live, pages_peak;
   Obj* free_slots;
   size_t free_count;
@@ -194,11 +194,12 @@ static void Collect(void) {
     for (uint64_t r = 0; r < g.root_slots; r++) Mark(g.t[i].roots[r]);
   g.free_slots = NULL;
   g.free_count = 0;
-  size_t empty_kept = 0;
+  size_t empty_kept = 0, kept = 0;
   for (size_t p = 0; p < g.page_count; p++) {
     Page* page = g.pages[p];
-    if (page == NULL) continue;
-    Obj* page_free = NULL;
+    // The page's free slots, listed here first (the first one listed is
+    // the tail), join the heap's free list unless the page goes back.
+    Obj *page_free = NULL, *page_tail = NULL;
     size_t page_free_count = 0;
     for (size_t i = 0; i < kSlotsPerPage; i++) {
       Obj* o = &page->slots[i];
@@ -212,28 +213,22 @@ static void Collect(void) {
         o->refs[1] = NULL;
       }
       o->refs[0] = page_free;
+      if (page_free == NULL) page_tail = o;
       page_free = o;
       page_free_count++;
     }
     if (page_free_count == kSlotsPerPage && empty_kept++ >= kKeepEmptyPages) {
       free(page);
-      g.pages[p] = NULL;
       g.pages_live--;
       continue;
     }
-    // The page's free slots join the heap's free list.
+    g.pages[kept++] = page;
     if (page_free != NULL) {
-      Obj* last = page_free;
-      while (last->refs[0] != NULL) last = last->refs[0];
-      last->refs[0] = g.free_slots;
+      page_tail->refs[0] = g.free_slots;
       g.free_slots = page_free;
       g.free_count += page_free_count;
     }
   }
-  // Compact the page table.
-  size_t kept = 0;
-  for (size_t p = 0; p < g.page_count; p++)
-    if (g.pages[p] != NULL) g.pages[kept++] = g.pages[p];
   g.page_count = kept;
   g.malloced_since_gc = 0;
   g.collections++;
