@@ -34,6 +34,7 @@ enum class ChunkKind : uint8_t {
 enum class SlabState : uint8_t {
   kSleeping = 0,  // free objects handed out; `needed` counts frees to wake
   kAvailable,     // on its allocator's available list; `needed` counts to empty
+  kActive,        // its class's active slab; `needed` never reaches zero
 };
 
 // Owner value of large and huge chunks: never equal to an allocator, so the

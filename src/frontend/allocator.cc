@@ -62,9 +62,9 @@ inline void* Allocator::take_other_slab(unsigned sc) {
 
 void Allocator::slab_event(ChunkMeta* m) {
   if (slabs_.on_state_change(m, chunks_)) service::at_safe_point();  // emptied
-  // A local free lands here once per wake count of frees into a slab, so a
-  // thread that only frees its own objects still visits its inbox now and
-  // then.
+  // A local free lands here once per wake count of frees into a slab other
+  // than its class's active one, so a thread that only frees its own
+  // objects still visits its inbox now and then.
   if (visit_inbox()) service::at_safe_point();
 }
 

@@ -6,10 +6,17 @@
 
 namespace roost {
 
-void SizeClassSlabs::start(ChunkMeta* m, unsigned sc) {
+void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache) {
   slab::start(m, sc, owner_);
   bump_counter(slabs_[sc]);
+  make_active(m, cache);
+}
+
+void SizeClassSlabs::make_active(ChunkMeta* m, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  ChunkMeta* old = active_[sc];
   active_[sc] = m;
+  if (old != nullptr && slab::leave_active(old)) on_state_change(old, cache);
 }
 
 FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
@@ -26,10 +33,10 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   if (m == nullptr || slab::fully_carved(m)) {
     m = cache.take(order);
     if (m == nullptr) return nullptr;
-    start(m, sc);
+    start(m, sc, cache);
   } else if (slab::carve_touches_fresh(m)) {
     if (ChunkMeta* resident = cache.take_resident(order)) {
-      start(resident, sc);
+      start(resident, sc, cache);
       m = resident;
     }
   }
@@ -68,16 +75,12 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
                                     ChunkCache& cache) {
   uint64_t slabs_before = slab_count();
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-    // No class keeps an active slab: an awake one (on no list while active)
-    // goes to the available list, or back to the cache if it is empty...
+    // No class keeps an active slab: it sleeps, or wakes onto the available
+    // list if its wake count has come back (empty: the spare or the
+    // cache)...
     ChunkMeta* active = active_[sc];
     active_[sc] = nullptr;
-    if (active != nullptr && !slab::is_asleep(active)) {
-      if (active->needed == 0)
-        release(active, cache);
-      else
-        available_[sc].push_front(active);
-    }
+    if (active != nullptr && slab::leave_active(active)) on_state_change(active, cache);
     // ...and the objects on the fast list go back to their slabs (not
     // counted as frees: they were never handed out), which releases every
     // slab that has nothing else out...

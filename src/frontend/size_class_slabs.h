@@ -11,14 +11,17 @@
 // slab another allocator owns, or hold an empty slab beyond the spare
 // (empty slabs go back to the chunk cache).
 //
-// Slab life: a new slab is carved from its bump tail a page at a time for
-// the class's fast list (pages a chunk's previous use left resident are
-// carved before the class turns to other slabs, and before any untouched
-// page while a cached chunk still has resident ones).  Handing a slab's
-// free objects to the fast list puts it to sleep until the class's wake
-// count of them come back; woken, it joins the available list until it is
-// empty; empty, it stays as the class's spare or its chunk goes to the
-// chunk cache, where any size class can reuse it.
+// Slab life: a new slab is its class's active one, carved from its bump
+// tail a page at a time for the class's fast list (pages a chunk's previous
+// use left resident are carved before the class turns to other slabs, and
+// before any untouched page while a cached chunk still has resident ones).
+// While active, refills take its free objects directly and frees into it
+// bring no state change.  When the class turns to another slab it sleeps
+// until the class's wake count of objects have come back since its free
+// objects were last taken; woken, it joins the available list until it is
+// empty (or taken: it is active again); empty, it stays as the class's
+// spare or its chunk goes to the chunk cache, where any size class can
+// reuse it.
 #pragma once
 
 #include <cstdint>
@@ -66,8 +69,9 @@ class SizeClassSlabs {
     ChunkMeta* m = available_[sc].pop_front();
     if (m == nullptr) return nullptr;
     if (m == spare_[sc]) forget_spare(sc, cache);
-    active_[sc] = m;
-    return slab::take_free(m);
+    FreeObject* list = slab::take_free(m);
+    make_active(m, cache);
+    return list;
   }
   // The active slab's tail, touching fresh pages only when no cached chunk
   // has resident ones (a slab on that chunk then becomes the active one); or
@@ -76,9 +80,9 @@ class SizeClassSlabs {
 
   // ---- a slab reached its state change (slab::return_object/batch) ----
 
-  // It woke (joins the available list unless active) or became empty (kept
-  // as the class's spare within the reserve, else back to `cache`).  True
-  // when it went to on_empty (which may release memory to the backend).
+  // It woke (joins the available list) or became empty (kept as the
+  // class's spare within the reserve, else back to `cache`).  True when it
+  // went to on_empty (which may release memory to the backend).
   inline bool on_state_change(ChunkMeta* m, ChunkCache& cache);
 
   // Every object of `m` came home at once and it started over
@@ -105,7 +109,10 @@ class SizeClassSlabs {
   }
 
  private:
-  void start(ChunkMeta* m, unsigned sc);
+  void start(ChunkMeta* m, unsigned sc, ChunkCache& cache);
+  // `m` (already slab::take_free()n, or started) becomes its class's active
+  // slab; the one it replaces sleeps, or wakes at once.
+  void make_active(ChunkMeta* m, ChunkCache& cache);
   // An awake slab other than the active one became empty.
   void on_empty(ChunkMeta* m, ChunkCache& cache);
   // Class `sc`'s spare is no longer one (taken for use, or released).
@@ -120,19 +127,15 @@ class SizeClassSlabs {
 };
 
 bool SizeClassSlabs::on_state_change(ChunkMeta* m, ChunkCache& cache) {
-  unsigned sc = m->sizeclass;
-  // The active slab is never on the available list: refills look at it
-  // first.  Every other awake slab is.
-  bool active = m == active_[sc];
+  // The active slab's hold keeps it from here (short of a flood of double
+  // frees); it stays as it is whatever comes back, so a class that empties
+  // and refills its slab does not thrash through the backend.
+  if (slab::is_active(m)) return false;
   if (slab::is_asleep(m)) {
     uint32_t in_use = slab::wake(m);
-    if (!active) available_[sc].push_front(m);
+    available_[m->sizeclass].push_front(m);
     if (in_use != 0) return false;
   }
-  // Empty.  The active slab stays (`needed` 0: no free can reach it before
-  // it is taken again), so a class that empties and refills its slab does
-  // not thrash through the backend.
-  if (active) return false;
   on_empty(m, cache);
   return true;
 }

@@ -13,8 +13,8 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
   m->free_head = nullptr;
   m->sizeclass = static_cast<uint8_t>(sc);
   set_kind(m, ChunkKind::kSlab);
-  m->state = SlabState::kSleeping;
-  m->needed = 0;  // nothing carved yet: carve() sets the wake count
+  m->state = SlabState::kActive;
+  m->needed = kActiveHold;  // nothing out
   m->recip = info.recip;
   m->obj_size = info.size;
   m->carved = 0;

@@ -4,12 +4,18 @@
 // Owns: what a slab record's fields mean and the constant-time operations
 // on one slab: is an address an object start, an object or a batch
 // returned to its free list, its free objects taken, its bump tail carved a
-// step at a time, its wake count.  A slab is asleep while its free objects
-// are out on a fast list (on no list of its class; `needed` counts the
-// frees that wake it) or awake (on its class's available list; `needed`
-// counts the frees until it is empty).  Must never: know which lists a slab
-// is on or which allocator holds it (frontend/size_class_slabs.h), or touch
-// pages beyond the objects a carve hands out.
+// step at a time, its wake count.  A slab is in one of three states:
+//   active   its class's active slab, which refills take from first (its
+//            free list directly, and its bump tail): `needed` is the hold
+//            plus the objects out, so frees into it never bring it to a
+//            state change;
+//   asleep   no longer active, its free objects out on a fast list: on no
+//            list of its class, `needed` counts the frees that wake it;
+//   awake    on its class's available list: `needed` counts the frees
+//            until it is empty.
+// Must never: know which lists a slab is on or which allocator holds it
+// (frontend/size_class_slabs.h), or touch pages beyond the objects a carve
+// hands out.
 #pragma once
 
 #include "backend/chunk_meta.h"
@@ -30,6 +36,10 @@ ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
   uintptr_t index = (off * m->recip) >> sizeclass::kRecipShift;
   return index * m->obj_size == off;
 }
+
+// The active slab's `needed` above the objects it has out: more frees than
+// a slab could take before its next refill, so none brings it to zero.
+inline constexpr int32_t kActiveHold = int32_t{1} << 30;
 
 // Frees that wake a sleeping slab: the class's wake threshold, or every
 // object carved so far when fewer are out (a slab carved a few big objects
@@ -57,15 +67,18 @@ ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
   return m->needed <= 0;
 }
 
+inline bool is_active(const ChunkMeta* m) { return m->state == SlabState::kActive; }
+inline bool is_asleep(const ChunkMeta* m) { return m->state == SlabState::kSleeping; }
+
 // Makes the chunk `m` an empty slab of class `sc` owned by `owner`, its
-// granules mapped to it.
+// granules mapped to it: its class's new active slab.
 void start(ChunkMeta* m, unsigned sc, const void* owner);
 
 // Hands out every free object of `m` (returns the list): every carved
-// object is then out, and the slab sleeps until wake_count() come back.
-// The list's head is checked for the double free it can show without a
-// scan; the secure build moves it (the most recently freed object) back
-// one place.
+// object is then out, and `m` is (or stays) its class's active slab.  The
+// list's head is checked for the double free it can show without a scan;
+// the secure build moves it (the most recently freed object) back one
+// place.
 inline FreeObject* take_free(ChunkMeta* m) {
   FreeObject* list = m->free_head;
   checks::free_list_head(m, list);
@@ -78,9 +91,19 @@ inline FreeObject* take_free(ChunkMeta* m) {
     }
   }
   m->free_head = nullptr;
-  m->state = SlabState::kSleeping;
-  m->needed = static_cast<int32_t>(wake_count(m));
+  m->state = SlabState::kActive;
+  m->needed = kActiveHold + static_cast<int32_t>(m->carved);
   return list;
+}
+
+// The active slab `m` is active no longer: it sleeps until its wake count
+// of frees have come back since its free objects were last taken.  True
+// when that many have already (it must then wake: a state change).
+inline bool leave_active(ChunkMeta* m) {
+  int32_t returned = kActiveHold + static_cast<int32_t>(m->carved) - m->needed;
+  m->state = SlabState::kSleeping;
+  m->needed = static_cast<int32_t>(wake_count(m)) - returned;
+  return m->needed <= 0;
 }
 
 // Objects the next carve of `m` takes from its tail.
@@ -100,8 +123,8 @@ inline bool fully_carved(const ChunkMeta* m) {
   return m->carved == sizeclass::kInfo.info[m->sizeclass].capacity;
 }
 
-// Carves the next objects of a sleeping slab's tail onto `list` (returned);
-// the wake count grows with the objects out.
+// Carves the next objects of the active slab's tail onto `list` (returned):
+// they count as out.
 inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
   uint32_t count = carve_count(m);
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * m->obj_size;
@@ -113,18 +136,13 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
     for (uint32_t i = 0; i < count; i++)
       checks::note_unused(reinterpret_cast<void*>(first + uintptr_t{i} * m->obj_size), m->obj_size);
   }
-  // Only a sleeping slab is carved, and its wake count may grow with the
-  // objects out: `needed` grows by as much.
-  uint32_t before = wake_count(m);
   m->carved = static_cast<uint16_t>(m->carved + count);
-  m->needed += static_cast<int32_t>(wake_count(m) - before);
+  m->needed += static_cast<int32_t>(count);
   uint32_t end = static_cast<uint32_t>(
       bits::align_up(size_t{m->carved} * m->obj_size, config::kPageSize) >> config::kPageBits);
   if (end > m->touched_pages) m->touched_pages = static_cast<uint16_t>(end);
   return list;
 }
-
-inline bool is_asleep(const ChunkMeta* m) { return m->state == SlabState::kSleeping; }
 
 // A sleeping slab got its wake count back (a batch may bring more: `needed`
 // is then below zero by the surplus): it wakes, `needed` now counts the
@@ -137,14 +155,14 @@ inline uint32_t wake(ChunkMeta* m) {
   return in_use;
 }
 
-// Every object of the sleeping slab `m` came home at once, none onto its
-// free list: the service found them whole in its owner's mail and purged
-// its pages (frontend/mail_sorter.h).  It starts over with nothing carved;
-// its pages count as never touched only when the purge `zeroed` them.
+// Every object of the slab `m` (active, or asleep) came home at once, none
+// onto its free list: the service found them whole in its owner's mail and
+// purged its pages (frontend/mail_sorter.h).  It starts over in the same
+// state with nothing carved; its pages count as never touched only when
+// the purge `zeroed` them.
 inline void start_over(ChunkMeta* m, bool zeroed) {
   m->free_head = nullptr;
-  m->state = SlabState::kSleeping;
-  m->needed = 0;  // nothing carved: carve() sets the wake count
+  m->needed = is_active(m) ? kActiveHold : 0;
   m->carved = 0;
   if (zeroed) m->touched_pages = 0;
 }

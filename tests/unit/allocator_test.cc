@@ -102,11 +102,15 @@ TEST(Allocator, ARefillTakesObjectsFreedElsewhereBeforeFreshMemory) {
 TEST(Allocator, LocalFreesVisitTheInboxOncePerWakeCount) {
   auto owner = make(1);
   auto freer = make(2);
-  // A slab's worth of objects, all out: the slab sleeps until its wake
-  // count of them come back.
+  // A slab's worth of objects, all out, and one more from the next slab:
+  // the first is no longer active, and sleeps until its wake count of them
+  // come back.  (Frees into the active slab bring no state change.)
   std::vector<void*> objects;
   for (uint32_t i = 0; i < kInfo.capacity; i++) objects.push_back(owner->alloc(kClass));
+  void* next_slab = owner->alloc(kClass);
+  ASSERT_NE(pagemap::lookup(next_slab), pagemap::lookup(objects[0]));
   std::vector<void*> rest = drain_fast_list(*owner);
+  rest.push_back(next_slab);
   // One of them freed by another thread, waiting in the owner's inbox.
   void* remote = objects.back();
   objects.pop_back();

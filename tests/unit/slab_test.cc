@@ -1,7 +1,8 @@
 // One slab's record (frontend/slab.h): starting a slab on a chunk, carving
 // its tail a step at a time (resident pages known), the object-start test,
 // objects and batches returned with the counts that decide its state
-// changes, taking its free list, waking, and retiring it.
+// changes (none while it is active), taking its free list, leaving the
+// active state, waking, and retiring it.
 #include "frontend/slab.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +56,7 @@ constexpr unsigned kClass48 = sizeclass::from_size(48);
 
 }  // namespace
 
-TEST(Slab, StartMakesAnEmptyAsleepSlabMappedToItsRecord) {
+TEST(Slab, StartMakesAnEmptyActiveSlabMappedToItsRecord) {
   TestSlab s(kClass48);
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[kClass48];
   EXPECT_EQ(s.m->owner, &kOwner);
@@ -65,7 +66,8 @@ TEST(Slab, StartMakesAnEmptyAsleepSlabMappedToItsRecord) {
   EXPECT_EQ(s.m->recip, info.recip);
   EXPECT_EQ(s.m->carved, 0u);
   EXPECT_EQ(s.m->free_head, nullptr);
-  EXPECT_TRUE(slab::is_asleep(s.m));
+  EXPECT_TRUE(slab::is_active(s.m));
+  EXPECT_EQ(s.m->needed, slab::kActiveHold);
   EXPECT_FALSE(slab::fully_carved(s.m));
   for (size_t off = 0; off < sizeclass::slab_size(kClass48); off += config::kGranule)
     EXPECT_EQ(pagemap::lookup(reinterpret_cast<void*>(s.m->base + off)), s.m);
@@ -100,12 +102,12 @@ TEST(Slab, CarvingHandsOutTheTailInAddressOrderAndTracksTouchedPages) {
   for (uint32_t i = 0; i < count; i++) EXPECT_EQ(got[i], s.object(i));
   EXPECT_EQ(s.m->carved, count);
   EXPECT_EQ(s.m->touched_pages, (count * 48 + config::kPageSize - 1) / config::kPageSize);
-  // Every carved object is out: the slab wakes after wake_count() frees.
-  EXPECT_EQ(s.m->needed, static_cast<int32_t>(slab::wake_count(s.m)));
+  // Every carved object is out, counted above the active slab's hold.
+  EXPECT_EQ(s.m->needed, slab::kActiveHold + static_cast<int32_t>(count));
   // Carving to the end.
   while (!slab::fully_carved(s.m)) slab::carve(s.m, nullptr);
   EXPECT_EQ(s.m->carved, info.capacity);
-  EXPECT_EQ(s.m->needed, static_cast<int32_t>(info.wake));
+  EXPECT_EQ(s.m->needed, slab::kActiveHold + static_cast<int32_t>(info.capacity));
 }
 
 TEST(Slab, PagesAnEarlierUseLeftResidentAreCarvedWithoutTouchingFreshOnes) {
@@ -121,9 +123,62 @@ TEST(Slab, PagesAnEarlierUseLeftResidentAreCarvedWithoutTouchingFreshOnes) {
   EXPECT_EQ(s.m->touched_pages, 2u);
 }
 
+TEST(Slab, ReturnsIntoTheActiveSlabBringNoStateChange) {
+  TestSlab s(kClass48);
+  std::vector<void*> objects = s.carve_all();
+  // Every object back, most one at a time and the last ten in a batch: no
+  // state change.
+  size_t n = objects.size();
+  for (size_t i = 0; i + 10 < n; i++) EXPECT_FALSE(slab::return_object(s.m, objects[i]));
+  for (size_t i = n - 10; i + 1 < n; i++)
+    freelist::set_next(static_cast<FreeObject*>(objects[i]),
+                       static_cast<FreeObject*>(objects[i + 1]));
+  slab_batch::Batch b = slab_batch::open(
+      slab_batch::seal(static_cast<FreeObject*>(objects[n - 10]),
+                       static_cast<FreeObject*>(objects[n - 1]), 10, s.m->obj_size),
+      s.m->obj_size);
+  EXPECT_FALSE(slab::return_batch(s.m, b));
+  EXPECT_TRUE(slab::is_active(s.m));
+  // Taking the free list hands out every object; it stays active with all
+  // of them out.
+  EXPECT_EQ(list_of(slab::take_free(s.m)).size(), objects.size());
+  EXPECT_TRUE(slab::is_active(s.m));
+  EXPECT_EQ(s.m->needed, slab::kActiveHold + static_cast<int32_t>(objects.size()));
+}
+
+TEST(Slab, LeavingTheActiveStateCountsTheFreesSinceTheLastTake) {
+  const unsigned wake = sizeclass::kInfo.info[kClass48].wake;
+  // Fewer than the wake count back: it sleeps, waiting for the rest.
+  {
+    TestSlab s(kClass48);
+    std::vector<void*> objects = s.carve_all();
+    for (uint32_t i = 0; i + 2 < wake; i++) slab::return_object(s.m, objects[i]);
+    EXPECT_FALSE(slab::leave_active(s.m));
+    EXPECT_TRUE(slab::is_asleep(s.m));
+    EXPECT_FALSE(slab::return_object(s.m, objects[wake - 2]));
+    EXPECT_TRUE(slab::return_object(s.m, objects[wake - 1]));
+    EXPECT_EQ(slab::wake(s.m), objects.size() - wake);
+  }
+  // The wake count and more back: it must wake at once, with the rest out.
+  {
+    TestSlab s(kClass48);
+    std::vector<void*> objects = s.carve_all();
+    for (uint32_t i = 0; i < wake + 5; i++) slab::return_object(s.m, objects[i]);
+    EXPECT_TRUE(slab::leave_active(s.m));
+    EXPECT_EQ(slab::wake(s.m), objects.size() - wake - 5);
+  }
+  // Nothing carved (a slab that started over): empty at once.
+  {
+    TestSlab s(kClass48);
+    EXPECT_TRUE(slab::leave_active(s.m));
+    EXPECT_EQ(slab::wake(s.m), 0u);
+  }
+}
+
 TEST(Slab, ReturnsCountDownToTheStateChanges) {
   TestSlab s(kClass48);
   std::vector<void*> objects = s.carve_all();
+  EXPECT_FALSE(slab::leave_active(s.m));
   uint32_t wake = slab::wake_count(s.m);
   // Asleep: the wake count-th free reports the change, not before.
   for (uint32_t i = 0; i + 1 < wake; i++) EXPECT_FALSE(slab::return_object(s.m, objects[i]));
@@ -138,16 +193,17 @@ TEST(Slab, ReturnsCountDownToTheStateChanges) {
   std::vector<void*> free_list = list_of(s.m->free_head);
   ASSERT_EQ(free_list.size(), objects.size());
   EXPECT_EQ(free_list.front(), objects.back());
-  // Taking them puts it to sleep again.
+  // Taking them makes it the active slab again, every object out.
   EXPECT_EQ(list_of(slab::take_free(s.m)).size(), objects.size());
   EXPECT_EQ(s.m->free_head, nullptr);
-  EXPECT_TRUE(slab::is_asleep(s.m));
-  EXPECT_EQ(s.m->needed, static_cast<int32_t>(wake));
+  EXPECT_TRUE(slab::is_active(s.m));
+  EXPECT_EQ(s.m->needed, slab::kActiveHold + static_cast<int32_t>(objects.size()));
 }
 
 TEST(Slab, ABatchIsSplicedWholeAndItsSurplusCountsWhenTheSlabWakes) {
   TestSlab s(kClass48);
   std::vector<void*> objects = s.carve_all();
+  EXPECT_FALSE(slab::leave_active(s.m));
   uint32_t wake = slab::wake_count(s.m);
   // One object freed alone, then a batch of wake + 9 objects linked
   // head -> tail: the batch brings the slab past its wake count.
