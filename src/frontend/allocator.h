@@ -2,8 +2,8 @@
 // fast paths.
 //
 // An Allocator holds its hot state itself (per class: the fast list of
-// objects ready to hand out, and the counts of objects allocated and freed)
-// and is composed of:
+// objects ready to hand out, and the counts of objects allocated and freed;
+// and a copy of the size-to-class table) and is composed of:
 //   SizeClassSlabs  per class: the slabs the fast list is fed from
 //   Messenger       frees of other allocators' objects out, its own back in
 //   ChunkCache      empty chunks kept for new slabs, within the reserve
@@ -80,6 +80,11 @@ class Allocator {
     }
     return q;
   }
+
+  // An object of `size` <= config::kTableClassified bytes: its class from
+  // the allocator's own copy of the size table, which the allocator's
+  // address already reaches (no second base address on the fast path).
+  ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
   // refill(), or the placeholder's stand-in.  (The slot comes first: the
@@ -210,6 +215,7 @@ class Allocator {
   // allocator's plus the class's offset alone.
   FreeObject* fast_[sizeclass::kCount] = {};
   ClassCounters counters_;
+  sizeclass::SmallTable class_of_size_ = sizeclass::kSmallTable;
   SizeClassSlabs slabs_;
   Messenger messenger_;
   ChunkCache chunks_;

@@ -32,8 +32,7 @@ ROOST_INLINE void* alloc(size_t size) {
   if constexpr (config::kZeroSizeFaults) {
     if (ROOST_UNLIKELY(size == 0)) return alloc_zero_size(config::kMinAlloc);
   }
-  if (ROOST_LIKELY(size <= config::kTableClassified))
-    return pool::current()->alloc(sizeclass::from_size_table(size));
+  if (ROOST_LIKELY(size <= config::kTableClassified)) return pool::current()->alloc_small(size);
   if (ROOST_LIKELY(size <= config::kMaxSmall))
     return pool::current()->alloc(sizeclass::from_size_clz(size));
   return alloc_large(size, 1, false);
