@@ -1,9 +1,10 @@
 // Statistics through the prefixed API (roost.h): roost_stats_json() is one
 // well-formed JSON object holding every counter of roost_stats.def (equal to
 // roost_stats()) and, per active size class, the figures of
-// roost_class_stats(); the class figures follow allocations; the JSON is
-// truncated as snprintf truncates; bad arguments are refused.  (The report
-// at exit, ROOST_STATS=json and ROOST_STATS_FILE, is tests/options_env_test.cc's.)
+// roost_class_stats(); the class figures follow allocations, and count
+// frees exactly whoever made them; the JSON is truncated as snprintf
+// truncates; bad arguments are refused.  (The report at exit,
+// ROOST_STATS=json and ROOST_STATS_FILE, is tests/options_env_test.cc's.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -190,6 +191,52 @@ TEST(Stats, ClassFiguresFollowAllocations) {
   EXPECT_EQ(after.allocations, during.allocations);
   EXPECT_LT(after.slabs, during.slabs) << "emptied slabs went back";
   EXPECT_EQ(fields(class_stats(cls + 1)), fields(neighbour_before));
+}
+
+// Frees by the owning thread are not counted as they happen but from the
+// slabs: the figures must still be exact once the threads stop, whoever
+// freed, whether the owner exited with objects on its fast list, and
+// whether the mail has been delivered.
+TEST(Stats, ClassFiguresCountFreesByOwnersAndOthersExactly) {
+  unsigned cls = class_of_size(100);
+  // Objects kept live throughout, so that a count of frees too high shows
+  // (objects in use are reported clamped at zero).
+  std::vector<void*> kept;
+  for (int i = 0; i < 100; i++) kept.push_back(roost_malloc(100));
+  struct roost_class_stats before = class_stats(cls);
+  ASSERT_GE(before.objects_in_use, 100u);
+  std::vector<void*> handed;
+  std::thread owner([&handed] {
+    std::vector<void*> mine;
+    for (int i = 0; i < 3000; i++) mine.push_back(roost_malloc(100));
+    // A third freed by their owner (into its slabs, some the active one),
+    // the rest handed over; it exits with objects left on its fast list.
+    for (int i = 0; i < 3000; i++) {
+      if (i % 3 == 0)
+        roost_free(mine[i]);
+      else
+        handed.push_back(mine[i]);
+    }
+  });
+  owner.join();
+  struct roost_class_stats exited = class_stats(cls);
+  EXPECT_EQ(exited.allocations - before.allocations, 3000u);
+  EXPECT_EQ(exited.objects_in_use - before.objects_in_use, 2000u);
+  // Freed by another thread: counted as they are sent, then delivered.
+  struct roost_stats received_before;
+  ASSERT_EQ(roost_stats(&received_before), 0);
+  for (void* p : handed) roost_free(p);
+  struct roost_class_stats sent = class_stats(cls);
+  EXPECT_EQ(sent.objects_in_use, before.objects_in_use);
+  quiesce();
+  struct roost_stats received_after;
+  ASSERT_EQ(roost_stats(&received_after), 0);
+  EXPECT_GE(received_after.messages_received - received_before.messages_received, 2000u);
+  struct roost_class_stats delivered = class_stats(cls);
+  EXPECT_EQ(delivered.objects_in_use, before.objects_in_use);
+  EXPECT_EQ(delivered.allocations, sent.allocations);
+  for (void* p : kept) roost_free(p);
+  EXPECT_EQ(class_stats(cls).objects_in_use, before.objects_in_use - 100);
 }
 
 TEST(Stats, JsonIsTruncatedAsSnprintfTruncates) {

@@ -4,7 +4,8 @@
 //
 // Owns: the figures of include/roost_stats.def (the message counters summed
 // over every allocator; the others computed from the allocators' class
-// counters and slab counts, and the backend) and their text and JSON forms.
+// counters, list balances and slab counts, the slab records' free objects,
+// and the backend) and their text and JSON forms.
 // Must never: stop other threads or allocate; counters of running threads
 // are read as they are.  Reports are formatted through fixed buffers
 // (err::Text) and written with write(2).
@@ -14,9 +15,11 @@
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
+#include "backend/pagemap.h"
 #include "ds/counter.h"
 #include "frontend/offload.h"
 #include "frontend/service.h"
+#include "frontend/slab.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -32,16 +35,38 @@ struct AllocatorTotals {
   MessageCounters messages;
 };
 
+// A slab record's free objects into the frees of its class: local frees
+// are the allocators' list balances plus the objects on the slabs' free
+// lists (SizeClassSlabs::list_balance).  A record inside a larger chunk may
+// keep a stale kind: only the record the pagemap maps a slab's base to
+// counts.
+ROOST_RACY_READER void add_slab_free_objects(const ChunkMeta* m, void* totals) {
+  uintptr_t base = ROOST_RACY_LOAD(m->base, uintptr_t);
+  if (pagemap::lookup(reinterpret_cast<const void*>(base)) != m) return;
+  unsigned sc = ROOST_RACY_LOAD(m->sizeclass, uint8_t);
+  if (sc >= sizeclass::kCount) return;
+  uint32_t carved = ROOST_RACY_LOAD(m->carved, uint16_t);
+  uint32_t wake = sizeclass::kInfo.info[sc].wake;
+  auto state = static_cast<SlabState>(ROOST_RACY_LOAD(m->state, uint8_t));
+  int32_t needed = ROOST_RACY_LOAD(m->needed, int32_t);
+  static_cast<AllocatorTotals*>(totals)->frees[sc] +=
+      slab::free_objects(state, needed, carved, carved < wake ? carved : wake);
+}
+
 void sum_allocators(AllocatorTotals& t) {
+  // Parked allocators still: the service delivering their mail moves
+  // objects between their list balances and their slabs.
+  pool::Still parked;
   pool::for_each([&t](const Allocator& a) {
     const ClassCounters& c = a.class_counters();
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
       t.allocs[sc] += read_counter(c.allocs[sc]);
-      t.frees[sc] += read_counter(c.frees[sc]);
+      t.frees[sc] += read_counter(c.frees[sc]) + a.list_balance(sc);
       t.slabs[sc] += a.slab_count(sc);
     }
     t.messages.add(a.message_counters());
   });
+  chunks::for_each_record(ChunkKind::kSlab, add_slab_free_objects, &t);
   // Frees by threads past their exit hook, and batches the service found
   // whole in a sleeping thread's mail: counted apart.
   t.messages.add(Messenger::alone_counters());

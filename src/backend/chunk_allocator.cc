@@ -47,6 +47,9 @@ struct DirtyLists {
 };
 
 std::atomic<Region*> g_regions[kRegionSlots];  // indexed by address >> kRegionBits (the slot)
+// The slots that hold tables lie in [g_first_slot, g_end_slot) (for scans).
+std::atomic<size_t> g_first_slot{kRegionSlots};
+std::atomic<size_t> g_end_slot{0};
 SpinLock g_lock;
 // One purge at a time: taken before g_lock, or tried with it held.  So
 // malloc_trim (purge_all) and fork wait for a purge in progress, whose
@@ -74,7 +77,8 @@ ChunkMeta* add_region(unsigned min_order) {
   void* mem = address_space::reserve_region(min_order, &order);
   if (mem == nullptr) return nullptr;
   uintptr_t base = reinterpret_cast<uintptr_t>(mem);
-  std::atomic<Region*>& slot = g_regions[base >> config::kRegionBits];
+  size_t index = base >> config::kRegionBits;
+  std::atomic<Region*>& slot = g_regions[index];
   if (slot.load(std::memory_order_relaxed) == nullptr) {
     auto* table = static_cast<Region*>(meta_arena::alloc(sizeof(Region), 64));
     if (table == nullptr) {
@@ -82,6 +86,10 @@ ChunkMeta* add_region(unsigned min_order) {
       return nullptr;
     }
     slot.store(table, std::memory_order_release);
+    if (index < g_first_slot.load(std::memory_order_relaxed))
+      g_first_slot.store(index, std::memory_order_release);
+    if (index >= g_end_slot.load(std::memory_order_relaxed))
+      g_end_slot.store(index + 1, std::memory_order_release);
   }
   g_reserved.fetch_add(size_t{1} << order, std::memory_order_relaxed);
   ChunkMeta* m = meta_of(base);
@@ -317,6 +325,16 @@ ChunkMeta* meta_of(uintptr_t addr) {
 }
 
 ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
+
+void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx), void* ctx) {
+  size_t end = g_end_slot.load(std::memory_order_acquire);
+  for (size_t slot = g_first_slot.load(std::memory_order_acquire); slot < end; slot++) {
+    const Region* r = g_regions[slot].load(std::memory_order_acquire);
+    if (r == nullptr) continue;
+    for (const ChunkMeta& m : r->meta)
+      if (kind_of(&m) == kind) visit(&m, ctx);
+  }
+}
 
 ChunkMeta* alloc_dirty(unsigned order, unsigned max_order) {
   if (!has_dirty(order)) return nullptr;

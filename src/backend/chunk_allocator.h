@@ -96,6 +96,12 @@ void split_out(ChunkMeta* m, unsigned order, Keep&& keep) {
   });
 }
 
+// Calls visit(m, ctx) for every record of every region whose kind reads
+// as `kind`, without the lock (statistics): records change hands as they
+// are visited, a record inside a larger chunk may keep a stale kind, and
+// `visit` must read any other field as a record that may be changing.
+void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx), void* ctx);
+
 // Counters for statistics.
 size_t reserved_bytes();  // address space of all regions
 size_t bytes_out();       // bytes in chunks handed out (not in free lists)

@@ -5,8 +5,9 @@
 // thread, which increments them with plain instructions (the fast paths
 // cannot afford an atomic read-modify-write); statistics read them from
 // other threads with a relaxed atomic load (std::atomic_ref), so a figure
-// read while its thread runs is approximate.  Must never: be used for
-// anything but statistics, or order other memory accesses.
+// read while its thread runs is approximate.  Also how statistics read other
+// fields their owners write plainly (ROOST_RACY_READER).  Must never: be
+// used for anything but statistics, or order other memory accesses.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,16 @@
 #include "ds/bits.h"
 
 namespace roost {
+
+// Marks a function that reads, for statistics, fields their owners write
+// with plain stores as they run (slab records): it reads each with
+// ROOST_RACY_LOAD (a relaxed atomic load of the field's bytes, expanded in
+// place), and ThreadSanitizer, which would report those stores against its
+// loads, does not instrument it.  Its figures are approximate while the
+// owners run, exact once they stop.
+#define ROOST_RACY_READER __attribute__((no_sanitize("thread")))
+#define ROOST_RACY_LOAD(field, type) \
+  __atomic_load_n(reinterpret_cast<const type*>(&(field)), __ATOMIC_RELAXED)
 
 // Reads a counter that its own thread may be writing.
 ROOST_INLINE uint64_t read_counter(const uint64_t& counter) {

@@ -84,6 +84,7 @@ uint64_t Allocator::receive(bool all) {
   return messenger_.receive(
       all,
       [this](ChunkMeta* m, const slab_batch::Batch& b) {
+        slabs_.note_delivered(m->sizeclass, b.count);
         if (slab::return_batch(m, b)) slabs_.on_state_change(m, chunks_);
       },
       [this](ChunkMeta* m, bool zeroed) {

@@ -35,9 +35,10 @@
 
 namespace roost {
 
-// Small objects allocated and freed by one allocator's thread, per class
-// (hot: every malloc and free counts).  Statistics read them from other
-// threads, approximately.
+// Small objects allocated by one allocator's thread (hot: every malloc
+// counts), and freed by it into other allocators' slabs (frees into its own
+// slabs are counted from the slabs: SizeClassSlabs::list_balance), per
+// class.  Statistics read them from other threads, approximately.
 struct ClassCounters {
   uint64_t allocs[sizeclass::kCount] = {};
   uint64_t frees[sizeclass::kCount] = {};
@@ -117,7 +118,8 @@ class Allocator {
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p) {
     if (ROOST_UNLIKELY(m->owner != this)) return false;
     if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
-    count_event(counters_.frees[m->sizeclass]);
+    // Not counted here: statistics count local frees from the slabs
+    // (SizeClassSlabs::list_balance).
     if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
     return true;
   }
@@ -180,6 +182,7 @@ class Allocator {
   // For statistics (read from other threads, approximately).
   const ClassCounters& class_counters() const { return counters_; }
   const MessageCounters& message_counters() const { return messenger_.counters(); }
+  uint64_t list_balance(unsigned sc) const { return slabs_.list_balance(sc); }
   uint64_t slab_count() const { return slabs_.slab_count(); }
   uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 

@@ -248,6 +248,9 @@ bool parked_mail() {
   return false;
 }
 
+Still::Still() { g_lock.lock(); }
+Still::~Still() { g_lock.unlock(); }
+
 uint64_t allocators_created() {
   LockGuard guard(g_lock);
   return g_created;

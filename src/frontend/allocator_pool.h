@@ -46,6 +46,19 @@ template <typename Fn>
 void for_each(Fn&& fn);
 uint64_t allocators_created();
 
+// Holds the allocators parked in the pool still (the pool lock) while
+// statistics are read: the service thread and trims deliver their mail and
+// release their slabs under it, and a parked allocator's counts and slabs
+// add up only between such steps.  Threads that take or park an allocator
+// meanwhile wait.  Never held while allocators_created() is called.
+class Still {
+ public:
+  Still();
+  ~Still();
+  Still(const Still&) = delete;
+  Still& operator=(const Still&) = delete;
+};
+
 // Delivers every message in flight, then lets the caller's allocator and
 // the pooled ones release what they do not use (fast lists, empty slabs,
 // cached chunks); true if any memory went back.

@@ -66,6 +66,7 @@ void SizeClassSlabs::forget_spare(unsigned sc, ChunkCache& cache) {
 void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   if (active_[sc] == m) active_[sc] = nullptr;
+  bump_counter(list_balance_[sc], slab::free_objects(m));
   slab::retire(m);
   bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
   cache.keep(m);
@@ -86,12 +87,15 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
     // slab that has nothing else out...
     FreeObject* list = fast_lists[sc];
     fast_lists[sc] = nullptr;
+    uint64_t returned = 0;
     while (list != nullptr) {
       FreeObject* next = checks::next_checked(sc, list);
       ChunkMeta* m = pagemap::lookup(list);
+      returned++;
       if (slab::return_object(m, list)) on_state_change(m, cache);
       list = next;
     }
+    bump_counter(list_balance_[sc], -returned);
     // ...and the class's spare (perhaps just emptied by the above) too.
     if (ChunkMeta* spare = spare_[sc]) {
       forget_spare(sc, cache);

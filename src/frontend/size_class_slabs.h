@@ -51,7 +51,7 @@ class SizeClassSlabs {
   FreeObject* take_from_active(unsigned sc) {
     ChunkMeta* m = active_[sc];
     if (m == nullptr || m->free_head == nullptr) return nullptr;
-    return slab::take_free(m);
+    return take_free(m, SlabState::kActive);
   }
   // The active slab's tail, while its next carve stays on resident pages.
   FreeObject* carve_resident_tail(unsigned sc) {
@@ -69,7 +69,7 @@ class SizeClassSlabs {
     ChunkMeta* m = available_[sc].pop_front();
     if (m == nullptr) return nullptr;
     if (m == spare_[sc]) forget_spare(sc, cache);
-    FreeObject* list = slab::take_free(m);
+    FreeObject* list = take_free(m, SlabState::kAvailable);
     make_active(m, cache);
     return list;
   }
@@ -100,7 +100,18 @@ class SizeClassSlabs {
   // trim).  True if any slab went.
   bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
 
-  // Slabs owned, of class `sc` and in all (statistics: read from any thread).
+  // `n` objects of class `sc` came back to their slab in the mail (for
+  // the list balance).
+  void note_delivered(unsigned sc, uint32_t n) { bump_counter(list_balance_[sc], -uint64_t{n}); }
+
+  // Statistics, read from any thread.  The list balance of class `sc`: the
+  // objects its slabs' free lists gave up (taken for the fast list, or gone
+  // with a retired slab) less those they got other than by a local free
+  // (the mail, fast lists given back).  Local frees are not counted as they
+  // happen (the free fast path has no counter): they are this balance plus
+  // the objects on the free lists now (slab::free_objects).
+  uint64_t list_balance(unsigned sc) const { return read_counter(list_balance_[sc]); }
+  // Slabs owned, of class `sc` and in all.
   uint64_t slab_count(unsigned sc) const { return read_counter(slabs_[sc]); }
   uint64_t slab_count() const {
     uint64_t n = 0;
@@ -110,6 +121,13 @@ class SizeClassSlabs {
 
  private:
   void start(ChunkMeta* m, unsigned sc, ChunkCache& cache);
+  // slab::take_free() of `m` in `state` (active, or awake: a constant, which
+  // spares the general case's branches), its objects counted in the list
+  // balance.
+  FreeObject* take_free(ChunkMeta* m, SlabState state) {
+    bump_counter(list_balance_[m->sizeclass], slab::free_objects(state, m->needed, m->carved, 0));
+    return slab::take_free(m);
+  }
   // `m` (already slab::take_free()n, or started) becomes its class's active
   // slab; the one it replaces sleeps, or wakes at once.
   void make_active(ChunkMeta* m, ChunkCache& cache);
@@ -122,7 +140,8 @@ class SizeClassSlabs {
   ChunkMeta* active_[sizeclass::kCount] = {};
   DList<ChunkMeta> available_[sizeclass::kCount] = {};
   ChunkMeta* spare_[sizeclass::kCount] = {};
-  uint64_t slabs_[sizeclass::kCount] = {};  // slabs owned, by class
+  uint64_t slabs_[sizeclass::kCount] = {};         // slabs owned, by class
+  uint64_t list_balance_[sizeclass::kCount] = {};  // see list_balance()
   const void* owner_;
 };
 

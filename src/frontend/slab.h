@@ -67,8 +67,27 @@ ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
   return m->needed <= 0;
 }
 
+// Objects on the free list of a slab in `state` with these counts (`wake`:
+// its wake_count()), which say it in each state: what came back since the
+// objects were last taken.  Clamped to what the slab carved: statistics
+// compute it from fields read while the owner may be changing them.
+constexpr uint32_t free_objects(SlabState state, int32_t needed, uint32_t carved, uint32_t wake) {
+  int64_t n;
+  if (state == SlabState::kActive)
+    n = int64_t{carved} - (int64_t{needed} - kActiveHold);  // `needed`: hold + out
+  else if (state == SlabState::kSleeping)
+    n = int64_t{wake} - needed;  // `needed`: to its wake count
+  else
+    n = int64_t{carved} - needed;  // awake, `needed`: out
+  return n < 0 ? 0 : n > carved ? carved : static_cast<uint32_t>(n);
+}
+
 inline bool is_active(const ChunkMeta* m) { return m->state == SlabState::kActive; }
 inline bool is_asleep(const ChunkMeta* m) { return m->state == SlabState::kSleeping; }
+
+inline uint32_t free_objects(const ChunkMeta* m) {
+  return free_objects(m->state, m->needed, m->carved, wake_count(m));
+}
 
 // Makes the chunk `m` an empty slab of class `sc` owned by `owner`, its
 // granules mapped to it: its class's new active slab.

@@ -56,20 +56,26 @@ TEST(Allocator, TheLocalFreeTakesOnlyItsOwnObjects) {
   auto other = make(2);
   void* p = owner->alloc(kClass);
   ChunkMeta* m = pagemap::lookup(p);
-  // Another allocator's object is left to the caller, uncounted.
+  // Another allocator's object is left to the caller: nothing reaches the
+  // slab.
   EXPECT_FALSE(other->try_free_local(m, p));
-  EXPECT_EQ(other->class_counters().frees[kClass], 0u);
+  EXPECT_EQ(slab::free_objects(m), 0u);
   if constexpr (config::kCheckedFree) {
     // So is an interior pointer, in the build that checks on the fast path.
     EXPECT_FALSE(owner->try_free_local(m, static_cast<char*>(p) + 16));
-    EXPECT_EQ(owner->class_counters().frees[kClass], 0u);
+    EXPECT_EQ(slab::free_objects(m), 0u);
   }
-  // The owner takes it back: the next allocation of the class returns it.
+  // The owner takes it back onto the slab (where statistics count local
+  // frees): the next allocation of the class returns it.
   EXPECT_TRUE(owner->try_free_local(m, p));
-  EXPECT_EQ(owner->class_counters().frees[kClass], 1u);
+  EXPECT_EQ(slab::free_objects(m), 1u);
+  EXPECT_EQ(owner->list_balance(kClass), 0u);
   std::vector<void*> rest = drain_fast_list(*owner);
   void* again = owner->alloc(kClass);
   EXPECT_EQ(again, p);
+  // Taken off the slab for the fast list: still one local free.
+  EXPECT_EQ(slab::free_objects(m), 0u);
+  EXPECT_EQ(owner->list_balance(kClass), 1u);
   free_all_local(*owner, rest);
   free_all_local(*owner, {again});
   owner->release_unused();
