@@ -46,11 +46,9 @@ ROOST_RACY_READER void add_slab_free_objects(const ChunkMeta* m, void* totals) {
   unsigned sc = ROOST_RACY_LOAD(m->sizeclass, uint8_t);
   if (sc >= sizeclass::kCount) return;
   uint32_t carved = ROOST_RACY_LOAD(m->carved, uint16_t);
-  uint32_t wake = sizeclass::kInfo.info[sc].wake;
   auto state = static_cast<SlabState>(ROOST_RACY_LOAD(m->state, uint8_t));
   int32_t needed = ROOST_RACY_LOAD(m->needed, int32_t);
-  static_cast<AllocatorTotals*>(totals)->frees[sc] +=
-      slab::free_objects(state, needed, carved, carved < wake ? carved : wake);
+  static_cast<AllocatorTotals*>(totals)->frees[sc] += slab::free_objects(state, needed, carved, sc);
 }
 
 void sum_allocators(AllocatorTotals& t) {

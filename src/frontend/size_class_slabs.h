@@ -125,7 +125,8 @@ class SizeClassSlabs {
   // spares the general case's branches), its objects counted in the list
   // balance.
   FreeObject* take_free(ChunkMeta* m, SlabState state) {
-    bump_counter(list_balance_[m->sizeclass], slab::free_objects(state, m->needed, m->carved, 0));
+    bump_counter(list_balance_[m->sizeclass],
+                 slab::free_objects(state, m->needed, m->carved, m->sizeclass));
     return slab::take_free(m);
   }
   // `m` (already slab::take_free()n, or started) becomes its class's active

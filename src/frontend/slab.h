@@ -44,10 +44,11 @@ inline constexpr int32_t kActiveHold = int32_t{1} << 30;
 // Frees that wake a sleeping slab: the class's wake threshold, or every
 // object carved so far when fewer are out (a slab carved a few big objects
 // at a time must still wake, and go back when they all return).
-ROOST_INLINE uint32_t wake_count(const ChunkMeta* m) {
-  uint32_t wake = sizeclass::kInfo.info[m->sizeclass].wake;
-  return m->carved < wake ? m->carved : wake;
+ROOST_INLINE constexpr uint32_t wake_count(unsigned sc, uint32_t carved) {
+  uint32_t wake = sizeclass::kInfo.info[sc].wake;
+  return carved < wake ? carved : wake;
 }
+ROOST_INLINE uint32_t wake_count(const ChunkMeta* m) { return wake_count(m->sizeclass, m->carved); }
 
 // Puts `p` back on its slab's free list; true when the slab reached its
 // next state change (woken, or empty), which the caller must then handle.
@@ -67,16 +68,16 @@ ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
   return m->needed <= 0;
 }
 
-// Objects on the free list of a slab in `state` with these counts (`wake`:
-// its wake_count()), which say it in each state: what came back since the
-// objects were last taken.  Clamped to what the slab carved: statistics
-// compute it from fields read while the owner may be changing them.
-constexpr uint32_t free_objects(SlabState state, int32_t needed, uint32_t carved, uint32_t wake) {
+// Objects on the free list of a slab of class `sc` in `state` with these
+// counts, which say it in each state: what came back since the objects
+// were last taken.  Clamped to what the slab carved: statistics compute it
+// from fields read while the owner may be changing them.
+constexpr uint32_t free_objects(SlabState state, int32_t needed, uint32_t carved, unsigned sc) {
   int64_t n;
   if (state == SlabState::kActive)
     n = int64_t{carved} - (int64_t{needed} - kActiveHold);  // `needed`: hold + out
   else if (state == SlabState::kSleeping)
-    n = int64_t{wake} - needed;  // `needed`: to its wake count
+    n = int64_t{wake_count(sc, carved)} - needed;  // `needed`: to its wake count
   else
     n = int64_t{carved} - needed;  // awake, `needed`: out
   return n < 0 ? 0 : n > carved ? carved : static_cast<uint32_t>(n);
@@ -86,7 +87,7 @@ inline bool is_active(const ChunkMeta* m) { return m->state == SlabState::kActiv
 inline bool is_asleep(const ChunkMeta* m) { return m->state == SlabState::kSleeping; }
 
 inline uint32_t free_objects(const ChunkMeta* m) {
-  return free_objects(m->state, m->needed, m->carved, wake_count(m));
+  return free_objects(m->state, m->needed, m->carved, m->sizeclass);
 }
 
 // Makes the chunk `m` an empty slab of class `sc` owned by `owner`, its
