@@ -68,6 +68,13 @@ ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
   return m->needed <= 0;
 }
 
+// Objects that came back to an active slab with these counts since its
+// free objects were last taken (its `needed` is the hold plus the objects
+// out).
+constexpr int64_t returned_to_active(int32_t needed, uint32_t carved) {
+  return int64_t{kActiveHold} + carved - needed;
+}
+
 // Objects on the free list of a slab of class `sc` in `state` with these
 // counts, which say it in each state: what came back since the objects
 // were last taken.  Clamped to what the slab carved: statistics compute it
@@ -75,7 +82,7 @@ ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
 constexpr uint32_t free_objects(SlabState state, int32_t needed, uint32_t carved, unsigned sc) {
   int64_t n;
   if (state == SlabState::kActive)
-    n = int64_t{carved} - (int64_t{needed} - kActiveHold);  // `needed`: hold + out
+    n = returned_to_active(needed, carved);
   else if (state == SlabState::kSleeping)
     n = int64_t{wake_count(sc, carved)} - needed;  // `needed`: to its wake count
   else
@@ -120,7 +127,7 @@ inline FreeObject* take_free(ChunkMeta* m) {
 // of frees have come back since its free objects were last taken.  True
 // when that many have already (it must then wake: a state change).
 inline bool leave_active(ChunkMeta* m) {
-  int32_t returned = kActiveHold + static_cast<int32_t>(m->carved) - m->needed;
+  auto returned = static_cast<int32_t>(returned_to_active(m->needed, m->carved));
   m->state = SlabState::kSleeping;
   m->needed = static_cast<int32_t>(wake_count(m)) - returned;
   return m->needed <= 0;
