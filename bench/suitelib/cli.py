@@ -80,7 +80,8 @@ def self_test(opts):
             problems.append("suite.json does not report the absent workload as not built")
         with open(page_path) as f:
             page = f.read()
-        for needle in ("# roost benchmarks", "## Machine", "## Allocators", "## Summary"):
+        for needle in ("# roost benchmarks", "## Machine", "## Allocators", "## Summary",
+                       "## Against the best peer", "| prodcons (1P/1C) | glibc |"):
             if needle not in page:
                 problems.append(f"no `{needle}` in the docs page")
     except (OSError, ValueError, KeyError) as e:

@@ -1,5 +1,6 @@
 """The docs page (--docs FILE, docs/BENCHMARKS.md for `make bench-full`): the machine, the
-allocators, the summary first and then the report's tables per workload, with the plots in
+allocators, the summary first (with where roost stands against the best peer,
+bench/suitelib/standing.py) and then the report's tables per workload, with the plots in
 FILE's folder bench/ linked from it."""
 
 import os
@@ -7,6 +8,7 @@ import re
 
 from .common import fmt_duration, log, rel
 from .report import notes, reps_text, summary_section, workload_sections
+from .standing import section as standing_section
 
 
 def prepare_plot_dir(docs_path):
@@ -56,6 +58,9 @@ def render_page(results, summary, links):
             for a in results["allocators"]]
     out += ["", "## Summary", ""]
     out += summary_section(results, summary, links.get("relative"))
+    standing = standing_section(results, summary)
+    if standing:
+        out += [""] + standing
     out += ["", "## Workloads", "",
             f"Medians of {reps_text(results)} (min–max in brackets). The figure "
             "is the program's own throughput (higher is better); the time is its measured "

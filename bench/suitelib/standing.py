@@ -1,0 +1,202 @@
+"""Where roost stands against the best peer, case by case (the docs page's section "Against
+the best peer", and the command bench/standing.py on a saved run's suite.json).
+
+For every case: the peer (any allocator but roost and its variants) with the highest median
+throughput, roost's time relative to it as a ratio of medians, the range of the per-repetition
+(paired) ratios, with a 95 % interval when there are at least 6 repetitions (paired.py's
+rule), and roost's peak RSS relative to the lowest of the peers'.  Each case is then checked
+against roost's goals:
+
+- time: no peer more than 5 % faster (ratio of medians <= 1.05).  A case over the line is
+  "behind" when every repetition (or the interval) is over it too, else "behind in the
+  median" (the repetitions disagree: noise can explain it);
+- the message-passing workloads (msgpass, xmalloc, prodcons, symmetric: what roost is built
+  for) must stay 15 % ahead: the best peer's time at least 1.15 x roost's;
+- peak RSS: no higher than the lowest peer's on the producer-consumer workloads (msgpass,
+  xmalloc, prodcons), at most 10 % above it elsewhere.
+"""
+
+import statistics
+
+from .allocators import ROOST
+from .paired import median_ci_rank
+
+MESSAGE_PASSING = ("msgpass", "xmalloc", "prodcons", "symmetric")
+PRODUCER_CONSUMER = ("msgpass", "xmalloc", "prodcons")
+PEER_AHEAD = 1.05   # roost's time / best peer's above this: the peer is ahead
+LEAD = 1.15         # best peer's time / roost's at least this on message-passing workloads
+RSS_LIMIT = 1.10    # roost's peak RSS / lowest peer's, elsewhere
+
+
+def is_roost(name):
+    return name == ROOST or name.startswith(ROOST + "-") or name.startswith(ROOST + "@")
+
+
+def family(workload_key, families):
+    """Is the workload one of `families` (the key itself, or the key's variants
+    such as prodcons-64)?"""
+    return any(workload_key == f or workload_key.startswith(f + "-") for f in families)
+
+
+def case_standing(results, summary, case):
+    """The standing of roost in one case (a dict), or None when roost or every peer lacks
+    figures there."""
+    mine = summary.get((case["id"], ROOST), {})
+    peers = [s for s in (summary.get((case["id"], a["name"]), {}) for a in results["allocators"]
+                         if not is_roost(a["name"]))
+             if "figure_median" in s]
+    if "figure_median" not in mine or not peers:
+        return None
+    best = max(peers, key=lambda s: s["figure_median"])
+    lowest_rss = min(peers, key=lambda s: s["rss_median_kib"])
+    # Time is work / throughput, and every allocator does the same work in a case:
+    # roost's time / the peer's = the peer's throughput / roost's.
+    ratio = best["figure_median"] / mine["figure_median"]
+    figs = {}
+    for r in results["runs"]:
+        if r["case"] == case["id"] and r["ok"] and r["allocator"] in (ROOST, best["allocator"]):
+            figs.setdefault(r["allocator"], {})[r["rep"]] = r["figure"]
+    reps = sorted(set(figs.get(ROOST, {})) & set(figs.get(best["allocator"], {})))
+    paired = sorted(figs[best["allocator"]][k] / figs[ROOST][k] for k in reps)
+    k = median_ci_rank(len(paired))
+    ci = (paired[k - 1], paired[-k]) if k else None
+    # The bound that must clear the line for a consistent verdict: the interval's when
+    # there is one, else every repetition's.
+    low = ci[0] if ci else paired[0]
+    wl = case["wl"]
+    st = {"case": case, "best": best["allocator"], "ratio": ratio, "paired": paired, "ci": ci,
+          "rss_peer": lowest_rss["allocator"],
+          "rss_ratio": mine["rss_median_kib"] / lowest_rss["rss_median_kib"],
+          "message_passing": family(wl, MESSAGE_PASSING),
+          "producer_consumer": family(wl, PRODUCER_CONSUMER)}
+    if ratio > PEER_AHEAD:
+        st["time"] = "behind" if low > PEER_AHEAD else "behind in the median"
+    elif st["message_passing"] and 1 / ratio < LEAD:
+        st["time"] = "lead under 15 %"
+    else:
+        st["time"] = "ok"
+    limit = 1.0 if st["producer_consumer"] else RSS_LIMIT
+    st["rss_limit"] = limit
+    st["rss"] = "ok" if st["rss_ratio"] <= limit else "over"
+    return st
+
+
+def standings(results, summary):
+    out = []
+    for c in results["cases"]:
+        if c["wl"] in results["not_built"]:
+            continue
+        st = case_standing(results, summary, c)
+        if st is not None:
+            out.append(st)
+    return out
+
+
+def pct(factor):
+    """1.15 -> "15 %"."""
+    return f"{(factor - 1) * 100:.0f} %"
+
+
+def fmt_range(st):
+    lo, hi = st["paired"][0], st["paired"][-1]
+    text = f"{lo:.2f}–{hi:.2f}"
+    if st["ci"]:
+        text += f" ({st['ci'][0]:.2f}–{st['ci'][1]:.2f})"
+    return text
+
+
+def section(results, summary):
+    """The Markdown lines of the section (starting with its heading)."""
+    sts = standings(results, summary)
+    if not sts:
+        return []
+    n = len(sts)
+    behind = [s for s in sts if s["time"] == "behind"]
+    median_only = [s for s in sts if s["time"] == "behind in the median"]
+    mp = [s for s in sts if s["message_passing"]]
+    short_lead = [s for s in mp if s["time"] != "ok"]
+    over = [s for s in sts if s["rss"] == "over"]
+    reps = results["config"]["reps"]
+    out = ["## Against the best peer", "",
+           "For each case: the fastest peer (median throughput) and roost's time relative "
+           "to it (ratio of medians; > 1: the peer is faster), the range of the ratios of "
+           f"the {reps} paired repetitions (each repetition runs every allocator back to "
+           "back; " + ("in brackets a 95 % interval for the median)" if reps >= 6 else
+                      "a 95 % interval for the median needs at least 6)") +
+           ", and roost's peak RSS relative to the lowest of the peers'. roost's goals: no "
+           f"peer more than {pct(PEER_AHEAD)} faster anywhere; on the message-passing "
+           f"workloads ({', '.join(MESSAGE_PASSING)}) at least {pct(LEAD)} ahead of the "
+           "best peer; peak RSS no higher than the lowest peer's on the producer-consumer "
+           f"workloads ({', '.join(PRODUCER_CONSUMER)}) and at most {pct(RSS_LIMIT)} "
+           "above it elsewhere. A case is *behind* when every repetition (or the interval) "
+           "is past the line, *behind in the median* when only the median is.", "",
+           f"Of {n} cases: a peer is ahead in {len(behind)} (and in the median only in "
+           f"{len(median_only)} more); roost leads by {pct(LEAD)} or more in "
+           f"{len(mp) - len(short_lead)} of the {len(mp)} message-passing cases; its peak "
+           f"RSS is within the limit in {n - len(over)}.", "",
+           "| case | fastest peer | roost's time / its | paired range | time | lowest-RSS "
+           "peer | roost's RSS / its | RSS |",
+           "|---|---|---:|---:|---|---|---:|---|"]
+    for s in sts:
+        out.append(f"| {s['case']['short']} | {s['best']} | {s['ratio']:.2f} | {fmt_range(s)} "
+                   f"| {s['time']} | {s['rss_peer']} | {s['rss_ratio']:.2f} "
+                   f"(limit {s['rss_limit']:.2f}) | {s['rss']} |")
+    return out
+
+
+def self_test():
+    """Verdicts on a made-up run of three cases and three allocators."""
+    def run(case, alloc, rep, fig, rss):
+        return {"case": case, "allocator": alloc, "rep": rep, "ok": True, "figure": fig,
+                "maxrss_kib": rss}
+    cases = [{"id": "prodcons", "wl": "prodcons", "short": "prodcons"},
+             {"id": "larson", "wl": "larson", "short": "larson"},
+             {"id": "frag", "wl": "frag", "short": "frag"}]
+    runs = []
+    for rep in range(1, 6):
+        # prodcons: roost 1.2 x the best peer's throughput (lead 20 %), RSS above tc's.
+        runs += [run("prodcons", "roost", rep, 120.0, 110), run("prodcons", "tc", rep, 100.0, 100),
+                 run("prodcons", "roost-old", rep, 500.0, 1)]
+        # larson: tc 10 % faster in every repetition.
+        runs += [run("larson", "roost", rep, 100.0, 100), run("larson", "tc", rep, 110.0, 105)]
+        # frag: tc faster in the median, slower in one repetition; RSS 1.08 x (allowed).
+        runs += [run("frag", "roost", rep, 100.0, 108),
+                 run("frag", "tc", rep, 90.0 if rep == 1 else 110.0, 100)]
+    results = {"cases": cases, "not_built": [], "runs": runs, "config": {"reps": 5},
+               "allocators": [{"name": "roost"}, {"name": "tc"}, {"name": "roost-old"}]}
+    summary = {}
+    for c in cases:
+        for a in ("roost", "tc", "roost-old"):
+            rs = [r for r in runs if r["case"] == c["id"] and r["allocator"] == a]
+            if rs:
+                summary[(c["id"], a)] = {
+                    "allocator": a, "figure_median": statistics.median(r["figure"] for r in rs),
+                    "rss_median_kib": statistics.median(r["maxrss_kib"] for r in rs)}
+    got = {s["case"]["id"]: (s["best"], round(s["ratio"], 3), s["time"], s["rss"])
+           for s in standings(results, summary)}
+    want = {"prodcons": ("tc", 0.833, "ok", "over"),
+            "larson": ("tc", 1.1, "behind", "ok"),
+            "frag": ("tc", 1.1, "behind in the median", "ok")}
+    ok = got == want and any("Of 3 cases: a peer is ahead in 1" in line
+                             for line in section(results, summary))
+    print("standing self-test:", "ok" if ok else f"FAILED: {got}")
+    return 0 if ok else 1
+
+
+def main(argv):
+    """bench/standing.py SUITE_JSON: prints the section for a saved run (bench/suite.py
+    writes suite.json into its --out-dir, build/bench by default); --self-test checks the
+    verdicts on a made-up run.  Exits 2 on bad arguments."""
+    import json
+    import sys
+
+    from .report import summarize
+    if len(argv) == 2 and argv[1] == "--self-test":
+        return self_test()
+    if len(argv) != 2:
+        print(main.__doc__.strip(), file=sys.stderr)
+        return 2
+    with open(argv[1]) as f:
+        results = json.load(f)
+    print("\n".join(section(results, summarize(results))))
+    return 0
