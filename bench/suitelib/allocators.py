@@ -26,6 +26,12 @@ VARIANTS = {
 }
 
 
+def in_roost_family(name):
+    """roost itself, a roost variant (roost-NAME) or roost with extra environment
+    (roost@VAR=VALUE)."""
+    return name == ROOST or name.startswith(ROOST + "-") or name.startswith(ROOST + "@")
+
+
 class Allocator:
     def __init__(self, name, lib=None, env=None, version="", source="", missing=None):
         self.name, self.lib, self.env = name, lib, dict(env or {})
@@ -33,8 +39,7 @@ class Allocator:
 
     @property
     def roost_family(self):
-        return self.name == ROOST or self.name.startswith(ROOST + "-") or \
-            self.name.startswith(ROOST + "@")
+        return in_roost_family(self.name)
 
     def describe(self):
         parts = []

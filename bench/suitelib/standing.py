@@ -18,7 +18,7 @@ against roost's goals:
 
 import statistics
 
-from .allocators import ROOST
+from .allocators import ROOST, in_roost_family
 from .paired import median_ci_rank
 
 MESSAGE_PASSING = ("msgpass", "xmalloc", "prodcons", "symmetric")
@@ -26,10 +26,6 @@ PRODUCER_CONSUMER = ("msgpass", "xmalloc", "prodcons")
 PEER_AHEAD = 1.05   # roost's time / best peer's above this: the peer is ahead
 LEAD = 1.15         # best peer's time / roost's at least this on message-passing workloads
 RSS_LIMIT = 1.10    # roost's peak RSS / lowest peer's, elsewhere
-
-
-def is_roost(name):
-    return name == ROOST or name.startswith(ROOST + "-") or name.startswith(ROOST + "@")
 
 
 def family(workload_key, families):
@@ -43,7 +39,7 @@ def case_standing(results, summary, case):
     figures there."""
     mine = summary.get((case["id"], ROOST), {})
     peers = [s for s in (summary.get((case["id"], a["name"]), {}) for a in results["allocators"]
-                         if not is_roost(a["name"]))
+                         if not in_roost_family(a["name"]))
              if "figure_median" in s]
     if "figure_median" not in mine or not peers:
         return None
@@ -72,7 +68,7 @@ def case_standing(results, summary, case):
     if ratio > PEER_AHEAD:
         st["time"] = "behind" if low > PEER_AHEAD else "behind in the median"
     elif st["message_passing"] and 1 / ratio < LEAD:
-        st["time"] = "lead under 15 %"
+        st["time"] = f"lead under {pct(LEAD)}"
     else:
         st["time"] = "ok"
     limit = 1.0 if st["producer_consumer"] else RSS_LIMIT
