@@ -98,7 +98,7 @@ def fmt_range(st):
         return "n/a"
     lo, hi = st["paired"][0], st["paired"][-1]
     text = f"{lo:.2f}–{hi:.2f}"
-    if st["ci"]:
+    if st["ci"] and st["ci"] != (lo, hi):  # up to 8 repetitions it is the range itself
         text += f" ({st['ci'][0]:.2f}–{st['ci'][1]:.2f})"
     return text
 
@@ -119,8 +119,8 @@ def section(results, summary):
            "For each case: the fastest peer (median throughput) and roost's time relative "
            "to it (ratio of medians; > 1: the peer is faster), the range of the ratios of "
            f"the {reps} paired repetitions (each repetition runs every allocator back to "
-           "back; " + ("in brackets a 95 % interval for the median)" if reps >= 6 else
-                      "a 95 % interval for the median needs at least 6)") +
+           "back; a 95 % interval for the median needs at least 6, is the range itself up "
+           "to 8, and is shown in brackets from 9)" +
            ", and roost's peak RSS relative to the lowest of the peers'. roost's goals: no "
            f"peer more than {pct(PEER_AHEAD)} faster anywhere; on the message-passing "
            f"workloads ({', '.join(MESSAGE_PASSING)}) at least {pct(LEAD)} ahead of the "
