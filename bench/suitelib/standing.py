@@ -16,10 +16,13 @@ against roost's goals:
   xmalloc, prodcons), at most 10 % above it elsewhere.
 """
 
+import json
 import statistics
+import sys
 
 from .allocators import ROOST, in_roost_family
 from .paired import median_ci_rank
+from .report import summarize
 
 MESSAGE_PASSING = ("msgpass", "xmalloc", "prodcons", "symmetric")
 PRODUCER_CONSUMER = ("msgpass", "xmalloc", "prodcons")
@@ -197,10 +200,6 @@ def main(argv):
     """bench/standing.py SUITE_JSON: prints the section for a saved run (bench/suite.py
     writes suite.json into its --out-dir, build/bench by default); --self-test checks the
     verdicts on a made-up run.  Exits 2 on bad arguments."""
-    import json
-    import sys
-
-    from .report import summarize
     if len(argv) == 2 and argv[1] == "--self-test":
         return self_test()
     if len(argv) != 2:
