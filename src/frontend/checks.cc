@@ -75,7 +75,10 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if (m == nullptr) return;
   if (m->kind == ChunkKind::kSlab) {
     if (!slab::is_object_start(m, p)) return;
-    if (sizeclass::for_aligned(size, align) != m->sizeclass)
+    // The class of the size given, or (no alignment beyond malloc's: realloc
+    // keeps none) a size realloc shrank the object to in place.
+    bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, size);
+    if (sizeclass::for_aligned(size, align) != m->sizeclass && !shrunk)
       fault(where, kSizeMismatch, p, m->obj_size);
     return;
   }

@@ -193,10 +193,9 @@ void* resize(void* p, size_t size) {
   size_t old = usable_size(p, "realloc");
   ChunkMeta* m = pagemap::lookup(p);
   if (m->kind == ChunkKind::kSlab) {
-    // Same class, or a shrink that leaves at least half the object in use:
-    // stay in place (moving it down a class or more would save at most
-    // half of it, for a copy).
-    if (size <= m->obj_size && size >= m->obj_size / 2) return p;
+    // A shrink to half of it or more, or any size of its class (below half
+    // of the smallest class's objects too).
+    if (slab::stays_in_place(m, size)) return p;
     if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
   } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall) {
     // (The canary is rewritten in place: check it first.)

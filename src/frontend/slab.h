@@ -37,6 +37,15 @@ ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
   return index * m->obj_size == off;
 }
 
+// Does an object of slab `m` resized to `size` bytes stay where it is?  A
+// shrink that leaves at least half of it in use does (moving it down a class
+// or more would save at most half of it, for a copy).  So the last size a
+// program asked for an object may be any of these, which a sized free's
+// check must accept.
+ROOST_INLINE bool stays_in_place(const ChunkMeta* m, size_t size) {
+  return size <= m->obj_size && size >= m->obj_size / 2;
+}
+
 // The active slab's `needed` above the objects it has out: more frees than
 // a slab could take before its next refill, so none brings it to zero.
 inline constexpr int32_t kActiveHold = int32_t{1} << 30;
