@@ -39,6 +39,7 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 // own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
+  std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];  // backend/huge_pages.cc's
 };
 
 // A generation of dirty chunks, by order.
@@ -322,6 +323,11 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
 ChunkMeta* meta_of(uintptr_t addr) {
   Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
   return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
+}
+
+std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
+  Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
+  return &r->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
 }
 
 ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }

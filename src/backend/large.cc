@@ -5,6 +5,7 @@
 
 #include "backend/address_space.h"
 #include "backend/chunk_allocator.h"
+#include "backend/huge_pages.h"
 #include "backend/large_guard.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
@@ -89,6 +90,7 @@ ChunkMeta* alloc_huge(size_t usable, size_t align) {
   m->large_size = usable;
   m->next = m->prev = nullptr;
   pagemap::set_range(m->base, 1, m);
+  huge_pages::fit_mapped(m->base, usable, false);
   account(static_cast<ptrdiff_t>(usable), 1, 0);
   account_huge(static_cast<ptrdiff_t>(usable), 1);
   return m;
@@ -112,6 +114,7 @@ ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   m->owner = kNoOwner;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
+  huge_pages::fit_large(m->base, usable);
   account(static_cast<ptrdiff_t>(usable), 1, 0);
   return m;
 }
@@ -211,6 +214,7 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
                                                     old + kGuardBytes, usable + kGuardBytes))
       return false;
     if (move_guard) guard_gone(m);
+    if (usable < old) huge_pages::fit_mapped(m->base, usable, true);
     account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
     size_t chunk = size_t{1} << m->order;
@@ -226,6 +230,7 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
         os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
                   options::get(options::kPurgeZero) != 0))
       m->dirty_pages = static_cast<uint32_t>(usable / config::kPageSize);
+    huge_pages::fit_large(m->base, usable);
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);

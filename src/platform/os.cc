@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -108,6 +109,22 @@ bool make_accessible(void* p, size_t size) {
 bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge)) return false;
   return madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE) == 0;
+}
+
+bool huge_pages_on_advice() {
+  // "always [madvise] never": the mode in force is the one in brackets.
+  int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[128];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return strstr(buf, "[madvise]") != nullptr;
+}
+
+bool advise_huge_pages(void* p, size_t size, bool on) {
+  return madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
 }
 
 size_t address_space_limit() {

@@ -1,7 +1,7 @@
 // platform/os.h — the only door to the operating system.
 //
 // Owns: address-space reservation (anywhere, or at an address the backend
-// picks), purge, the address-space limit, page size, the thread-exit hook,
+// picks), purge, huge-page advice, the address-space limit, page size, the thread-exit hook,
 // fork hooks, roost's own thread and its sleep and wake-up (futex), the
 // process id, files written by name (the statistics report), and the
 // test-only fault injection that makes the OS refuse.  Must never: allocate through malloc, call
@@ -44,6 +44,15 @@ bool make_accessible(void* p, size_t size);
 // keep old contents until the kernel needs memory (MADV_FREE).  False if
 // the OS refused: the pages keep their contents.
 bool purge(void* p, size_t size, bool zero);
+
+// Whether the kernel gives transparent huge pages (2 MiB) to the ranges a
+// process asks for them (THP mode `madvise`), and only to those.  Reads
+// /sys once per call (slow: call it once).
+bool huge_pages_on_advice();
+// Asks for transparent huge pages on [p, p+size) (2 MiB-aligned, reserved
+// above) when `on`, or that it have none; pages already mapped stay as they
+// are.  False if the OS refused.
+bool advise_huge_pages(void* p, size_t size, bool on);
 
 // The process's address-space limit (RLIMIT_AS, `ulimit -v`) in bytes;
 // SIZE_MAX when there is none.

@@ -1,0 +1,125 @@
+// backend/huge_pages.cc — implementation of backend/huge_pages.h.
+//
+// The advice is a property of the kernel's mappings, so each change splits
+// or merges them and costs a system call: the bits (one per block, in the
+// region tables) say which blocks have it, and a call is made only for
+// blocks whose advice must change.  The blocks between a large object's
+// first and last lie wholly in its chunk, so only their holder sets their
+// bits; first and last blocks, and blocks that hold slabs, may be shared by
+// several chunks, and are only ever cleared (twice is harmless).
+#include "backend/huge_pages.h"
+
+#include <atomic>
+
+#include "backend/chunk_allocator.h"
+#include "options.h"
+#include "platform/os.h"
+
+namespace roost::huge_pages {
+
+namespace {
+
+constexpr unsigned kBlockBits = chunks::kBlockBits;
+
+// The kernel's THP mode, read once: -1 not yet, 1 `madvise`, 0 another.
+std::atomic<int> g_kernel_mode{-1};
+std::atomic<size_t> g_advised{0}, g_cleared{0}, g_calls{0};
+
+bool active() {
+  if (options::get(options::kHugePages) == 0) return false;
+  int mode = g_kernel_mode.load(std::memory_order_relaxed);
+  if (mode < 0) {
+    mode = os::huge_pages_on_advice() ? 1 : 0;
+    g_kernel_mode.store(mode, std::memory_order_relaxed);
+  }
+  return mode == 1;
+}
+
+uint64_t bit_of(uintptr_t block) { return uint64_t{1} << (block & 63); }
+
+bool has_advice(uintptr_t block) {
+  return (chunks::block_bits_of(block << kBlockBits)->load(std::memory_order_relaxed) &
+          bit_of(block)) != 0;
+}
+
+// Gives blocks [from, to) the advice (`on`) or takes it off, and records
+// it.  Should the OS refuse (the process's map count, say), the bits keep
+// what the blocks have.
+void change(uintptr_t from, uintptr_t to, bool on) {
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  if (!os::advise_huge_pages(reinterpret_cast<void*>(from << kBlockBits), (to - from) << kBlockBits,
+                             on))
+    return;
+  for (uintptr_t b = from; b < to; b++) {
+    std::atomic<uint64_t>* word = chunks::block_bits_of(b << kBlockBits);
+    if (on)
+      word->fetch_or(bit_of(b), std::memory_order_relaxed);
+    else
+      word->fetch_and(~bit_of(b), std::memory_order_relaxed);
+  }
+  (on ? g_advised : g_cleared).fetch_add(to - from, std::memory_order_relaxed);
+}
+
+// Brings blocks [first, last] to the advice want(block) names (true: the
+// advice), one call per run of blocks that must change the same way.
+template <typename Want>
+void bring(uintptr_t first, uintptr_t last, Want&& want) {
+  uintptr_t run = 0;
+  bool run_on = false, in_run = false;
+  for (uintptr_t b = first; b <= last; b++) {
+    bool on = want(b);
+    bool differs = has_advice(b) != on;
+    if (in_run && (!differs || on != run_on)) {
+      change(run, b, run_on);
+      in_run = false;
+    }
+    if (differs && !in_run) {
+      run = b;
+      run_on = on;
+      in_run = true;
+    }
+  }
+  if (in_run) change(run, last + 1, run_on);
+}
+
+}  // namespace
+
+void fit_large(uintptr_t base, size_t size) {
+  if (!active()) return;
+  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
+  bring(first, last, [&](uintptr_t b) { return b != first && b != last; });
+}
+
+void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
+  if (!active()) return;
+  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
+  // A huge object's mapping is its own, and the bits (which cover regions
+  // only) are not kept for it: a fresh mapping has no advice, and one cut
+  // short has it inside, where its new last block may now be.
+  if (shrunk) {
+    g_calls.fetch_add(1, std::memory_order_relaxed);
+    if (os::advise_huge_pages(reinterpret_cast<void*>(last << kBlockBits), size_t{1} << kBlockBits,
+                              false))
+      g_cleared.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (last - first < 2) return;
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  if (os::advise_huge_pages(reinterpret_cast<void*>((first + 1) << kBlockBits),
+                            (last - first - 1) << kBlockBits, true))
+    g_advised.fetch_add(last - first - 1, std::memory_order_relaxed);
+}
+
+void clear(uintptr_t base, size_t size) {
+  if (!active()) return;
+  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
+  bring(first, last, [](uintptr_t) { return false; });
+}
+
+Counters counters() {
+  return Counters{g_advised.load(std::memory_order_relaxed),
+                  g_cleared.load(std::memory_order_relaxed),
+                  g_calls.load(std::memory_order_relaxed)};
+}
+
+}  // namespace roost::huge_pages
