@@ -110,6 +110,8 @@ inline constexpr size_t kMaxCarveBytes = 32768;
 
 inline constexpr unsigned kPageBits = 12;
 inline constexpr size_t kPageSize = size_t{1} << kPageBits;
+// The kernel's transparent huge page (x86-64 and AArch64 with 4 KiB pages).
+inline constexpr unsigned kHugePageBits = 21;
 
 // Message passing.  The outbox sorts remote frees into 2^kBucketBits
 // buckets by destination-allocator id bits (snmalloc's temporal radix tree);

@@ -318,16 +318,18 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   return m;
 }
 
+Region* region_of(uintptr_t addr) {
+  return g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
+}
+
 }  // namespace
 
 ChunkMeta* meta_of(uintptr_t addr) {
-  Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
-  return &r->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
+  return &region_of(addr)->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
 }
 
 std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
-  Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
-  return &r->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
+  return &region_of(addr)->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
 }
 
 ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }

@@ -27,11 +27,11 @@ inline constexpr unsigned kMaxOrder = config::kRegionBits;
 // The metadata record of the granule at `addr`, which must lie in a region.
 ChunkMeta* meta_of(uintptr_t addr);
 
-// Each region's table also keeps one bit per 2 MiB block of the region,
-// whose meaning is backend/huge_pages.cc's: the 64-bit word holding the bit
-// of the block at `addr` (which must lie in a region), whose bit is
+// Each region's table also keeps one bit per huge-page-sized block of the
+// region, whose meaning is backend/huge_pages.cc's: the 64-bit word holding
+// the bit of the block at `addr` (which must lie in a region), whose bit is
 // (addr >> kBlockBits) % 64.  Zero when the region is made.
-inline constexpr unsigned kBlockBits = 21;
+inline constexpr unsigned kBlockBits = config::kHugePageBits;
 inline constexpr size_t kBlockWordsPerRegion = (config::kRegion >> kBlockBits) / 64;
 std::atomic<uint64_t>* block_bits_of(uintptr_t addr);
 

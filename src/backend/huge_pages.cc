@@ -42,14 +42,21 @@ bool has_advice(uintptr_t block) {
           bit_of(block)) != 0;
 }
 
-// Gives blocks [from, to) the advice (`on`) or takes it off, and records
-// it.  Should the OS refuse (the process's map count, say), the bits keep
-// what the blocks have.
-void change(uintptr_t from, uintptr_t to, bool on) {
+// Gives blocks [from, to) the advice (`on`) or takes it off, and counts
+// it; false if the OS refused (the process's map count, say).
+bool advise(uintptr_t from, uintptr_t to, bool on) {
   g_calls.fetch_add(1, std::memory_order_relaxed);
   if (!os::advise_huge_pages(reinterpret_cast<void*>(from << kBlockBits), (to - from) << kBlockBits,
                              on))
-    return;
+    return false;
+  (on ? g_advised : g_cleared).fetch_add(to - from, std::memory_order_relaxed);
+  return true;
+}
+
+// advise(), and the blocks' bits record it (when the OS refuses, they keep
+// what the blocks have).
+void change(uintptr_t from, uintptr_t to, bool on) {
+  if (!advise(from, to, on)) return;
   for (uintptr_t b = from; b < to; b++) {
     std::atomic<uint64_t>* word = chunks::block_bits_of(b << kBlockBits);
     if (on)
@@ -57,7 +64,6 @@ void change(uintptr_t from, uintptr_t to, bool on) {
     else
       word->fetch_and(~bit_of(b), std::memory_order_relaxed);
   }
-  (on ? g_advised : g_cleared).fetch_add(to - from, std::memory_order_relaxed);
 }
 
 // Brings blocks [first, last] to the advice want(block) names (true: the
@@ -96,18 +102,10 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
   // A huge object's mapping is its own, and the bits (which cover regions
   // only) are not kept for it: a fresh mapping has no advice, and one cut
   // short has it inside, where its new last block may now be.
-  if (shrunk) {
-    g_calls.fetch_add(1, std::memory_order_relaxed);
-    if (os::advise_huge_pages(reinterpret_cast<void*>(last << kBlockBits), size_t{1} << kBlockBits,
-                              false))
-      g_cleared.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  if (last - first < 2) return;
-  g_calls.fetch_add(1, std::memory_order_relaxed);
-  if (os::advise_huge_pages(reinterpret_cast<void*>((first + 1) << kBlockBits),
-                            (last - first - 1) << kBlockBits, true))
-    g_advised.fetch_add(last - first - 1, std::memory_order_relaxed);
+  if (shrunk)
+    advise(last, last + 1, false);
+  else if (last - first >= 2)
+    advise(first + 1, last, true);
 }
 
 void clear(uintptr_t base, size_t size) {

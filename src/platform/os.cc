@@ -111,16 +111,27 @@ bool purge(void* p, size_t size, bool zero) {
   return madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE) == 0;
 }
 
+namespace {
+
+// The first size - 1 bytes (at most) of the file at `path` into `buf`, with
+// a terminating NUL; the bytes read, 0 when it cannot be read.
+size_t read_start(const char* path, char* buf, size_t size) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = ::read(fd, buf, size - 1);
+  ::close(fd);
+  size_t got = n > 0 ? static_cast<size_t>(n) : 0;
+  buf[got] = '\0';
+  return got;
+}
+
+}  // namespace
+
 bool huge_pages_on_advice() {
   // "always [madvise] never": the mode in force is the one in brackets.
-  int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   char buf[128];
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return strstr(buf, "[madvise]") != nullptr;
+  return read_start("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0 &&
+         strstr(buf, "[madvise]") != nullptr;
 }
 
 bool advise_huge_pages(void* p, size_t size, bool on) {
@@ -135,14 +146,10 @@ size_t address_space_limit() {
 
 size_t address_space_used() {
   // /proc/self/statm: "size resident shared ..." in pages.
-  int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[64];
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
+  size_t n = read_start("/proc/self/statm", buf, sizeof(buf));
   size_t pages = 0;
-  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+  for (size_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
     pages = pages * 10 + static_cast<size_t>(buf[i] - '0');
   return pages * page_size();
 }

@@ -33,6 +33,8 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBlock = 2 * kMiB;
 
+// Read here rather than through os::huge_pages_on_advice(): were that wrong
+// and false, every test below would skip instead of failing.
 bool kernel_advice_mode() {
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string line;
