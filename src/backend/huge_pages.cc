@@ -23,7 +23,7 @@ constexpr unsigned kBlockBits = chunks::kBlockBits;
 
 // The kernel's THP mode, read once: -1 not yet, 1 `madvise`, 0 another.
 std::atomic<int> g_kernel_mode{-1};
-std::atomic<size_t> g_advised{0}, g_cleared{0}, g_calls{0};
+std::atomic<size_t> g_calls{0};
 
 bool active() {
   if (options::get(options::kHugePages) == 0) return false;
@@ -37,20 +37,25 @@ bool active() {
 
 uint64_t bit_of(uintptr_t block) { return uint64_t{1} << (block & 63); }
 
+// The blocks [first, last] that [base, base + size) overlaps.
+struct Blocks {
+  uintptr_t first, last;
+};
+Blocks blocks_of(uintptr_t base, size_t size) {
+  return Blocks{base >> kBlockBits, (base + size - 1) >> kBlockBits};
+}
+
 bool has_advice(uintptr_t block) {
   return (chunks::block_bits_of(block << kBlockBits)->load(std::memory_order_relaxed) &
           bit_of(block)) != 0;
 }
 
 // Gives blocks [from, to) the advice (`on`) or takes it off, and counts
-// it; false if the OS refused (the process's map count, say).
+// the call; false if the OS refused (the process's map count, say).
 bool advise(uintptr_t from, uintptr_t to, bool on) {
   g_calls.fetch_add(1, std::memory_order_relaxed);
-  if (!os::advise_huge_pages(reinterpret_cast<void*>(from << kBlockBits), (to - from) << kBlockBits,
-                             on))
-    return false;
-  (on ? g_advised : g_cleared).fetch_add(to - from, std::memory_order_relaxed);
-  return true;
+  return os::advise_huge_pages(reinterpret_cast<void*>(from << kBlockBits),
+                               (to - from) << kBlockBits, on);
 }
 
 // advise(), and the blocks' bits record it (when the OS refuses, they keep
@@ -92,13 +97,13 @@ void bring(uintptr_t first, uintptr_t last, Want&& want) {
 
 void fit_large(uintptr_t base, size_t size) {
   if (!active()) return;
-  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
-  bring(first, last, [&](uintptr_t b) { return b != first && b != last; });
+  auto [first, last] = blocks_of(base, size);
+  bring(first, last, [first, last](uintptr_t b) { return b != first && b != last; });
 }
 
 void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
   if (!active()) return;
-  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
+  auto [first, last] = blocks_of(base, size);
   // A huge object's mapping is its own, and the bits (which cover regions
   // only) are not kept for it: a fresh mapping has no advice, and one cut
   // short has it inside, where its new last block may now be.
@@ -110,14 +115,10 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
 
 void clear(uintptr_t base, size_t size) {
   if (!active()) return;
-  uintptr_t first = base >> kBlockBits, last = (base + size - 1) >> kBlockBits;
+  auto [first, last] = blocks_of(base, size);
   bring(first, last, [](uintptr_t) { return false; });
 }
 
-Counters counters() {
-  return Counters{g_advised.load(std::memory_order_relaxed),
-                  g_cleared.load(std::memory_order_relaxed),
-                  g_calls.load(std::memory_order_relaxed)};
-}
+size_t calls() { return g_calls.load(std::memory_order_relaxed); }
 
 }  // namespace roost::huge_pages

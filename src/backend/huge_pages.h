@@ -34,12 +34,7 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk);
 // region: that memory is about to hold slabs.
 void clear(uintptr_t base, size_t size);
 
-// Counters (the tests read them).
-struct Counters {
-  size_t advised_blocks;  // blocks given the advice (a block may count again)
-  size_t cleared_blocks;  // blocks that had it taken off
-  size_t calls;           // madvise calls made
-};
-Counters counters();
+// madvise calls made so far (the tests read it).
+size_t calls();
 
 }  // namespace roost::huge_pages
