@@ -97,26 +97,26 @@ void bring(uintptr_t first, uintptr_t last, Want&& want) {
 
 void fit_large(uintptr_t base, size_t size) {
   if (!active()) return;
-  auto [first, last] = blocks_of(base, size);
-  bring(first, last, [first, last](uintptr_t b) { return b != first && b != last; });
+  Blocks span = blocks_of(base, size);
+  bring(span.first, span.last, [span](uintptr_t b) { return b != span.first && b != span.last; });
 }
 
 void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
   if (!active()) return;
-  auto [first, last] = blocks_of(base, size);
+  Blocks span = blocks_of(base, size);
   // A huge object's mapping is its own, and the bits (which cover regions
   // only) are not kept for it: a fresh mapping has no advice, and one cut
   // short has it inside, where its new last block may now be.
   if (shrunk)
-    advise(last, last + 1, false);
-  else if (last - first >= 2)
-    advise(first + 1, last, true);
+    advise(span.last, span.last + 1, false);
+  else if (span.last - span.first >= 2)
+    advise(span.first + 1, span.last, true);
 }
 
 void clear(uintptr_t base, size_t size) {
   if (!active()) return;
-  auto [first, last] = blocks_of(base, size);
-  bring(first, last, [](uintptr_t) { return false; });
+  Blocks span = blocks_of(base, size);
+  bring(span.first, span.last, [](uintptr_t) { return false; });
 }
 
 size_t calls() { return g_calls.load(std::memory_order_relaxed); }
