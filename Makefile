@@ -50,7 +50,11 @@ FUZZ_TEST_SECONDS ?= 15
 test-fuzz: fuzz
 	bash tests/fuzz/run_fuzzers.sh --seconds $(FUZZ_TEST_SECONDS)
 
-test: test-debug test-release test-asan test-tsan test-offload test-fuzz
+# What the trees need is installed first (tools/test_deps.sh: with apt-get
+# as root; otherwise it names what is missing and the command, and stops).
+test:
+	bash tools/test_deps.sh
+	$(MAKE) test-debug test-release test-asan test-tsan test-offload test-fuzz
 
 # The fuzz harnesses for FUZZ_SECONDS each, on a corpus kept between runs in
 # build/fuzz/corpus/.

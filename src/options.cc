@@ -62,6 +62,8 @@ const char* describe(Type type) {
       return "a size in bytes (digits, then optionally k, m, g or t)";
     case Type::kMillis:
       return "a number of milliseconds";
+    case Type::kNumber:
+      return "a number";
     case Type::kReport:
       return "one of 0/1, on/off, true/false, yes/no, text, json";
     case Type::kPath:
@@ -154,38 +156,6 @@ void warn_if_unknown(const char* entry) {
 
 }  // namespace
 
-const char* nearest_variable(const char* name, size_t len) {
-  // Levenshtein distance, one row at a time; names this long are no typo.
-  constexpr size_t kMaxLen = 64;
-  constexpr unsigned kMaxEdits = 2;
-  if (len >= kMaxLen) return nullptr;
-  const char* best = nullptr;
-  unsigned best_distance = kMaxEdits + 1;
-  for (const Option& o : kTable) {
-    size_t olen = 0;
-    while (o.env[olen] != 0) olen++;
-    if (olen >= kMaxLen) continue;
-    unsigned row[kMaxLen + 1];
-    for (size_t j = 0; j <= olen; j++) row[j] = static_cast<unsigned>(j);
-    for (size_t i = 1; i <= len; i++) {
-      unsigned diagonal = row[0];  // row[i-1][j-1]
-      row[0] = static_cast<unsigned>(i);
-      for (size_t j = 1; j <= olen; j++) {
-        unsigned above = row[j];
-        unsigned cost = diagonal + (name[i - 1] == o.env[j - 1] ? 0 : 1);
-        unsigned best_here = above + 1 < row[j - 1] + 1 ? above + 1 : row[j - 1] + 1;
-        row[j] = cost < best_here ? cost : best_here;
-        diagonal = above;
-      }
-    }
-    if (row[olen] < best_distance) {
-      best_distance = row[olen];
-      best = o.env;
-    }
-  }
-  return best;
-}
-
 void load() {
   if (g_state.load(std::memory_order_acquire) == kRead) return;
   unsigned expected = kUnread;
@@ -232,7 +202,7 @@ void print() {
     }
     switch (g_values[i].source.load(std::memory_order_relaxed)) {
       case Source::kDefault:
-        line.str(" (default");
+        line.str(o.type == Type::kPath ? " (unset" : " (default");
         break;
       case Source::kEnvironment:
         line.str(" (from the environment");

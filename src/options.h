@@ -20,7 +20,7 @@ enum Id : unsigned {
 };
 
 // The syntax of an option's values (see options.def).
-enum class Type : uint8_t { kBool, kBytes, kMillis, kReport, kPath };
+enum class Type : uint8_t { kBool, kBytes, kMillis, kNumber, kReport, kPath };
 
 // The values of a kReport option.
 enum Report : uint64_t { kReportNone = 0, kReportText = 1, kReportJson = 2 };
@@ -122,7 +122,8 @@ constexpr Parsed parse_number(const char* s, bool suffixes) {
 
 // `s` in the syntax of `type`, whatever the range: kBool takes 0/1, on/off,
 // true/false, yes/no in any case; kBytes decimal digits with an optional k,
-// m, g or t suffix (binary units, either case); kMillis decimal digits;
+// m, g or t suffix (binary units, either case); kMillis and kNumber decimal
+// digits;
 // kReport a boolean word, `text` or `json` (a Report); kPath any text (its
 // value is the text itself, options::text(), and the number 0).  A number
 // past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
@@ -134,6 +135,7 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
     case Type::kBytes:
       return detail::parse_number(s, true);
     case Type::kMillis:
+    case Type::kNumber:
       return detail::parse_number(s, false);
     case Type::kReport:
       return detail::parse_report(s);
@@ -157,8 +159,40 @@ constexpr uint64_t default_value(Id id) { return parse(id, kTable[id].fallback).
 
 // The option whose variable is within two edits (insertions, deletions,
 // substitutions) of the first `len` characters of `name`, the nearest one;
-// nullptr if none is.  For "did you mean" in the unknown-variable warning.
-const char* nearest_variable(const char* name, size_t len);
+// nullptr if none is.  For "did you mean" in the unknown-variable warning
+// and in roost-run's unknown-option error (which includes this header
+// without linking roost).
+constexpr const char* nearest_variable(const char* name, size_t len) {
+  // Levenshtein distance, one row at a time; names this long are no typo.
+  constexpr size_t kMaxLen = 64;
+  constexpr unsigned kMaxEdits = 2;
+  if (len >= kMaxLen) return nullptr;
+  const char* best = nullptr;
+  unsigned best_distance = kMaxEdits + 1;
+  for (const Option& o : kTable) {
+    size_t olen = 0;
+    while (o.env[olen] != 0) olen++;
+    if (olen >= kMaxLen) continue;
+    unsigned row[kMaxLen + 1] = {};
+    for (size_t j = 0; j <= olen; j++) row[j] = static_cast<unsigned>(j);
+    for (size_t i = 1; i <= len; i++) {
+      unsigned diagonal = row[0];  // row[i-1][j-1]
+      row[0] = static_cast<unsigned>(i);
+      for (size_t j = 1; j <= olen; j++) {
+        unsigned above = row[j];
+        unsigned cost = diagonal + (name[i - 1] == o.env[j - 1] ? 0 : 1);
+        unsigned best_here = above + 1 < row[j - 1] + 1 ? above + 1 : row[j - 1] + 1;
+        row[j] = cost < best_here ? cost : best_here;
+        diagonal = above;
+      }
+    }
+    if (row[olen] < best_distance) {
+      best_distance = row[olen];
+      best = o.env;
+    }
+  }
+  return best;
+}
 
 // ---------------------------------------------------------------------------
 // The values in force.

@@ -8,7 +8,7 @@ roost_stats_json() object the probe printed:
     elements are the free objects of each class with slabs, its totals add
     up, and its system and mmap figures are roost's;
   - malloc_stats' text has glibc's layout with roost's figures, then
-    roost's counter lines;
+    roost's text report (the process, then the counters);
   - mallinfo2 is roost's bytes in use, split between arena and mapped blocks;
   - ROOST_STATS=json at exit is one line that Python's json module reads,
     with every counter; ROOST_STATS_FILE writes a file it reads.
@@ -123,7 +123,7 @@ def check_reports(r, info_path):
     err = r.stderr.splitlines()
     layout = ["Arena 0:", "system bytes", "in use bytes", "Total (incl. mmap):", "system bytes",
               "in use bytes", "max mmap regions", "max mmap bytes"]
-    check(len(err) == len(layout) + len(totals), "malloc_stats' lines: %r" % err)
+    check(len(err) == len(layout) + 1 + len(totals), "malloc_stats' lines: %r" % err)
     values = []
     for label, line in zip(layout, err):
         check(line.startswith(label), "malloc_stats line %r starts with %r" % (line, label))
@@ -133,9 +133,16 @@ def check_reports(r, info_path):
             values.append(int(line.split("=")[1]))
     check(values[:4] == [mi["arena"], mi["uordblks"], mi["arena"] + mi["hblkhd"],
                          totals["bytes_in_use"]], "malloc_stats figures: %r" % values)
-    roost_lines = ["roost: %s %d" % kv for kv in totals.items()]
-    check(err[len(layout):] == roost_lines, "malloc_stats' roost lines:\n%r\n%r"
-          % (err[len(layout):], roost_lines))
+    # roost's text report: the line naming the process, then a line per
+    # counter ("roost: name value  description").
+    roost = err[len(layout):]
+    check(len(roost) > 0 and re.fullmatch(r"roost: report of pid \d+ \(.*\) at [-0-9]{10} "
+                                          r"[:0-9]{8} UTC", roost[0]) is not None,
+          "malloc_stats' roost report names the process: %r" % roost[:1])
+    counters = [re.match(r"roost: (\w+) +(\d+)  \S", line) for line in roost[1:]]
+    got = [(m.group(1), int(m.group(2))) if m else line for m, line in zip(counters, roost[1:])]
+    check(got == list(totals.items()), "malloc_stats' roost lines:\n%r\n%r"
+          % (got, list(totals.items())))
     return totals
 
 

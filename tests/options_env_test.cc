@@ -37,6 +37,7 @@ extern char** environ;
 namespace {
 
 struct ProbeRun {
+  int pid = 0;
   int exit_code = -1;  // -1: did not exit normally
   std::string out, err;
 
@@ -97,6 +98,7 @@ ProbeRun run_program(const std::string& program, const char* arg,
     execve(argv[0], argv, envp.data());
     _exit(127);
   }
+  r.pid = static_cast<int>(pid);
   close(out[1]);
   close(err[1]);
   struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
@@ -269,7 +271,7 @@ namespace {
 // Every line of the options print: "roost: ROOST_NAME=value (source)".
 void expect_option_lines(const ProbeRun& r) {
   static const std::regex kLine(
-      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|/[^ ]*|) \((default|from the environment|set by the program|implied by ROOST_STATS_FILE)(; [^)]*)?\))");
+      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|/[^ ]*|) \((default|unset|from the environment|set by the program|implied by ROOST_STATS_FILE)(; [^)]*)?\))");
   std::vector<std::string> got = lines(r.err);
   EXPECT_GE(got.size(), 8u) << r.describe();
   for (const std::string& l : got) EXPECT_TRUE(std::regex_match(l, kLine)) << l;
@@ -282,8 +284,9 @@ TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   expect_option_lines(r);
   for (const char* line :
-       {"roost: ROOST_STATS=0 (default)", "roost: ROOST_STATS_FILE= (default)",
-        "roost: ROOST_SLAB_RESERVE=512k (default)", "roost: ROOST_PURGE_DONTNEED=1 (default)",
+       {"roost: ROOST_STATS=0 (default)", "roost: ROOST_STATS_FILE= (unset)",
+        "roost: ROOST_STATS_PID=0 (default)", "roost: ROOST_SLAB_RESERVE=512k (default)",
+        "roost: ROOST_PURGE_DONTNEED=1 (default)",
         "roost: ROOST_OUTBOX_BYTES=1m (from the environment)",
         "roost: ROOST_PURGE_DELAY=10 (default)", "roost: ROOST_BATCHIT=0 (from the environment)",
         "roost: ROOST_VERBOSE=1 (from the environment)"})
@@ -340,6 +343,78 @@ const std::vector<std::string> kCounters = {
 #include "roost_stats.def"
 #undef ROOST_STAT
 };
+const std::vector<std::string> kDescriptions = {
+#define ROOST_STAT(name, source, description) description,
+#include "roost_stats.def"
+#undef ROOST_STAT
+};
+
+// The name reports give the probe: its file name.
+std::string probe_name() {
+  std::string path = getenv("ROOSTTEST_PROBE") != nullptr ? getenv("ROOSTTEST_PROBE") : "";
+  return path.substr(path.rfind('/') + 1);
+}
+
+// A report's time ("YYYY-MM-DD hh:mm:ss", UTC) as seconds since the epoch,
+// or -1 when it is not in that form.
+long long report_time(const std::string& text) {
+  struct tm t {};
+  const char* end = strptime(text.c_str(), "%Y-%m-%d %H:%M:%S", &t);
+  if (end == nullptr || *end != 0) return -1;
+  return static_cast<long long>(timegm(&t));
+}
+
+// The text report's first line names the process `pid` (the probe) and a
+// time within a minute of now.
+void expect_text_header(const std::string& line, int pid) {
+  static const std::regex kHeader(R"(roost: report of pid ([0-9]+) \((.*)\) at (.*) UTC)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(line, m, kHeader)) << line;
+  EXPECT_EQ(m[1].str(), std::to_string(pid)) << line;
+  EXPECT_EQ(m[2].str(), probe_name()) << line;
+  long long when = report_time(m[3].str());
+  EXPECT_LE(std::llabs(when - static_cast<long long>(time(nullptr))), 60) << line;
+}
+
+// A byte count as the text report writes it after the description: in the
+// largest binary unit that leaves a whole part, one decimal, rounded half
+// up; "" below 1 KiB.
+std::string size_text(uint64_t bytes) {
+  if (bytes < 1024) return "";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  unsigned u = 0;
+  while (u + 1 < 4 && bytes >> (10 * (u + 2)) != 0) u++;
+  uint64_t one = uint64_t{1} << (10 * (u + 1));
+  uint64_t tenths = (bytes * 10 + one / 2) / one;
+  return " (" + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " " + units[u] +
+         ")";
+}
+
+// The counter lines of a text report, after its header: "roost: ", the
+// name padded, the value, two spaces and the description of
+// roost_stats.def, then for a byte count of 1 KiB or more its size in
+// units.  The values by name.
+std::map<std::string, uint64_t> expect_counter_lines(const std::vector<std::string>& got) {
+  std::map<std::string, uint64_t> values;
+  EXPECT_GE(got.size(), kCounters.size() + 1);
+  for (size_t i = 0; i < kCounters.size() && i + 1 < got.size(); i++) {
+    const std::string& line = got[i + 1];
+    std::string head = "roost: " + kCounters[i] + " ";
+    EXPECT_EQ(line.rfind(head, 0), 0u) << line;
+    size_t digits = line.find_first_not_of(' ', head.size());
+    size_t after = line.find_first_not_of("0123456789", digits);
+    if (digits == std::string::npos || after == std::string::npos || after == digits) {
+      ADD_FAILURE() << "no value: " << line;
+      continue;
+    }
+    uint64_t v = std::stoull(line.substr(digits, after - digits));
+    values[kCounters[i]] = v;
+    std::string rest = "  " + kDescriptions[i];
+    if (kCounters[i].find("bytes") != std::string::npos) rest += size_text(v);
+    EXPECT_EQ(line.substr(after), rest) << line;
+  }
+  return values;
+}
 
 // The probe's "stats" output: roost_stats() just before it returned.
 std::map<std::string, uint64_t> parse_stats(const ProbeRun& r) {
@@ -365,6 +440,17 @@ Value parse_json(const std::string& text) {
 void expect_report_of_stats_run(const Value& v, const ProbeRun& r) {
   std::map<std::string, uint64_t> printed = parse_stats(r);
   EXPECT_EQ(v["version"].number, 1u) << r.describe();
+  EXPECT_EQ(v.keys, (std::vector<std::string>{"version", "process", "totals", "classes"}));
+  EXPECT_EQ(v["process"].keys, (std::vector<std::string>{"pid", "program", "time"}));
+  EXPECT_EQ(v["process"]["pid"].number, static_cast<uint64_t>(r.pid)) << r.describe();
+  EXPECT_EQ(v["process"]["program"].string, probe_name()) << r.describe();
+  std::string when = v["process"]["time"].string;
+  ASSERT_EQ(when.size(), 20u) << when;
+  EXPECT_EQ(when[10], 'T') << when;
+  EXPECT_EQ(when[19], 'Z') << when;
+  when[10] = ' ';
+  EXPECT_LE(std::llabs(report_time(when.substr(0, 19)) - static_cast<long long>(time(nullptr))), 60)
+      << when;
   EXPECT_EQ(v["totals"].keys, kCounters) << r.describe();
   for (const std::string& name : kCounters)
     EXPECT_EQ(v["totals"][name].number, printed[name]) << name << "\n" << r.describe();
@@ -435,13 +521,62 @@ TEST(OptionsEnv, StatsTextIsTheBooleanForm) {
   ProbeRun text = run_probe("stats", {"ROOST_STATS=text"});
   ProbeRun one = run_probe("stats", {"ROOST_STATS=1"});
   std::vector<std::string> got = lines(text.err);
-  ASSERT_EQ(got.size(), kCounters.size()) << text.describe();
-  for (size_t i = 0; i < got.size(); i++)
-    EXPECT_EQ(got[i].rfind("roost: " + kCounters[i] + " ", 0), 0u) << got[i];
+  // The header, a line per counter; no message was sent, so no note.
+  ASSERT_EQ(got.size(), kCounters.size() + 1) << text.describe();
+  expect_text_header(got[0], text.pid);
+  std::map<std::string, uint64_t> printed = expect_counter_lines(got);
+  EXPECT_EQ(printed, parse_stats(text)) << text.describe();
   EXPECT_EQ(lines(one.err).size(), got.size()) << one.describe();
-  EXPECT_TRUE(
-      has_line(text.err, "roost: allocations " + std::to_string(parse_stats(text)["allocations"])))
-      << text.describe();
+  expect_text_header(lines(one.err)[0], one.pid);
+}
+
+// Messages still on their way home when the report is taken (in
+// `in-flight`, a thread's outbox not yet posted; in `remote`, whatever the
+// owner has not read): the text report says why messages_received is below
+// messages_sent, with the difference, and says nothing of it when every
+// message has arrived.
+TEST(OptionsEnv, StatsTextExplainsMessagesInFlight) {
+  for (const char* mode : {"in-flight", "remote"}) {
+    ProbeRun r = run_probe(mode, {"ROOST_STATS=1"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    std::vector<std::string> got = lines(r.err);
+    ASSERT_GE(got.size(), kCounters.size() + 1) << r.describe();
+    std::map<std::string, uint64_t> v = expect_counter_lines(got);
+    EXPECT_GE(v["messages_sent"], 1000u) << r.describe();
+    uint64_t in_flight = v["messages_sent"] - v["messages_received"];
+    if (strcmp(mode, "in-flight") == 0) EXPECT_GE(in_flight, 1000u) << r.describe();
+    if (in_flight == 0) {
+      EXPECT_EQ(got.size(), kCounters.size() + 1) << r.describe();
+      continue;
+    }
+    ASSERT_EQ(got.size(), kCounters.size() + 2) << r.describe();
+    EXPECT_EQ(got.back(), "roost: note: messages_received is " + std::to_string(in_flight) +
+                              " below messages_sent: those objects were still on their way "
+                              "home (in outboxes, BatchIt caches or unread inboxes) when the "
+                              "report was taken");
+  }
+}
+
+// Every process that inherits ROOST_STATS reports, each under its own pid;
+// ROOST_STATS_PID keeps the report to the one process it names.
+TEST(OptionsEnv, EachProcessNamesItselfAndStatsPidKeepsOne) {
+  ProbeRun r = run_probe("fork", {"ROOST_STATS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  std::vector<std::string> headers;
+  for (const std::string& l : lines(r.err))
+    if (l.rfind("roost: report of pid ", 0) == 0) headers.push_back(l);
+  ASSERT_EQ(headers.size(), 2u) << r.describe();
+  std::string child = r.out.substr(r.out.find("child=") + 6);
+  child = child.substr(0, child.find('\n'));
+  expect_text_header(headers[0], std::stoi(child));  // the child exits first
+  expect_text_header(headers[1], r.pid);
+  // Another process's id: neither reports.
+  r = run_probe("fork", {"ROOST_STATS=1", "ROOST_STATS_PID=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "") << r.describe();
+  r = run_probe("alloc", {"ROOST_STATS=1", "ROOST_STATS_PID=x"});
+  EXPECT_EQ(r.err.rfind("roost: ROOST_STATS_PID=x is not a number; keeping the default 0\n", 0), 0u)
+      << r.describe();
 }
 
 TEST(OptionsEnv, StatsFileAloneWritesTheJsonReportThere) {
@@ -477,9 +612,11 @@ TEST(OptionsEnv, StatsFileTakesTheFormRoostStatsNames) {
   EXPECT_EQ(r.err, "") << r.describe();
   EXPECT_EQ(dir.files(), std::vector<std::string>{"100%.txt"});
   std::string text = dir.read("100%.txt");
-  EXPECT_EQ(lines(text).size(), kCounters.size()) << text;
+  EXPECT_EQ(lines(text).size(), kCounters.size() + 1) << text;
   EXPECT_EQ(text.find('#'), std::string::npos) << "the old contents were not truncated";
-  EXPECT_TRUE(has_line(text, "roost: frees " + std::to_string(parse_stats(r)["frees"]))) << text;
+  ASSERT_FALSE(lines(text).empty());
+  expect_text_header(lines(text)[0], r.pid);
+  EXPECT_EQ(expect_counter_lines(lines(text)), parse_stats(r)) << text;
   // ROOST_STATS=0 keeps the report off: no file.
   r = run_probe("stats", {"ROOST_STATS=0", "ROOST_STATS_FILE=" + dir.path() + "/none.json"});
   EXPECT_EQ(r.err, "") << r.describe();

@@ -10,11 +10,19 @@
 //           roost_stats() on stdout, "name=value" a line, and returns (the
 //           report at exit follows; stdout has a static buffer, so nothing
 //           but roost_stats() runs in roost from there on)
+//   in-flight  a second thread frees 1000 objects of 48 bytes the first
+//           allocated (fewer bytes than the outbox holds before it posts),
+//           then waits for the end of the process without posting them
+//   fork    forks a child that allocates and exits (with its own report at
+//           exit, if any), waits for it, and writes "child=PID" on stdout
 // Built linked to roost::prefixed (ROOST_TEST_PREFIXED: roost_malloc and
 // roost_free), and unlinked for LD_PRELOAD=libroost.so (malloc and free,
 // roost's own entry points looked up with dlsym).
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +120,37 @@ int stats() {
   return 0;
 }
 
+int in_flight() {
+  constexpr size_t kObjects = 1000, kSize = 48;
+  static void* objects[kObjects];
+  for (void*& p : objects) {
+    p = t_malloc(kSize);
+    if (p == nullptr) return 2;
+    memset(p, 4, kSize);
+  }
+  static std::atomic<bool> freed{false};
+  std::thread freer([] {
+    for (void* p : objects) t_free(p);
+    freed.store(true);
+    for (;;) pause();  // the process ends around it
+  });
+  freer.detach();
+  while (!freed.load()) std::this_thread::yield();
+  return 0;
+}
+
+int fork_child() {
+  fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) return 2;
+  if (child == 0) exit(alloc());
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return 2;
+  printf("child=%d\n", static_cast<int>(child));
+  return alloc();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +159,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "remote") == 0) return remote();
   if (strcmp(mode, "print") == 0) return print();
   if (strcmp(mode, "stats") == 0) return stats();
-  printf("usage: %s alloc|remote|print|stats\n", argv[0]);
+  if (strcmp(mode, "in-flight") == 0) return in_flight();
+  if (strcmp(mode, "fork") == 0) return fork_child();
+  printf("usage: %s alloc|remote|print|stats|in-flight|fork\n", argv[0]);
   return 2;
 }

@@ -5,7 +5,9 @@
 // frees exactly whoever made them; the JSON is truncated as snprintf
 // truncates; bad arguments are refused.  (The report at exit,
 // ROOST_STATS=json and ROOST_STATS_FILE, is tests/options_env_test.cc's.)
+#include <errno.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -101,8 +103,11 @@ TEST(Stats, JsonHoldsEveryCounterAndAgreesWithRoostStats) {
   ASSERT_EQ(roost_stats(&s), 0);
   Value v = json_value();  // nothing allocates through roost in between
   ASSERT_EQ(v.kind, Value::kObject);
-  EXPECT_EQ(v.keys, (std::vector<std::string>{"version", "totals", "classes"}));
+  EXPECT_EQ(v.keys, (std::vector<std::string>{"version", "process", "totals", "classes"}));
   EXPECT_EQ(v["version"].number, 1u);
+  EXPECT_EQ(v["process"]["pid"].number, static_cast<uint64_t>(getpid()));
+  EXPECT_EQ(v["process"]["program"].string, program_invocation_short_name);
+  EXPECT_EQ(v["process"]["time"].string.size(), strlen("2026-11-25T09:12:03Z"));
   const Value& totals = v["totals"];
   ASSERT_EQ(totals.kind, Value::kObject);
   EXPECT_EQ(totals.keys, kTotals);
@@ -242,8 +247,9 @@ TEST(Stats, ClassFiguresCountFreesByOwnersAndOthersExactly) {
   // allocator, whose mail travels on the service's schedule.
   struct roost_stats received_after;
   ASSERT_EQ(roost_stats(&received_after), 0);
-  if (!roost_test::offload_on())
+  if (!roost_test::offload_on()) {
     EXPECT_GE(received_after.messages_received - received_before.messages_received, 2000u);
+  }
   struct roost_class_stats delivered = class_stats(cls);
   EXPECT_EQ(delivered.objects_in_use, before.objects_in_use);
   EXPECT_EQ(delivered.allocations, sent.allocations);

@@ -1,15 +1,17 @@
 // tools/roost_run.cc — roost-run, the launcher: runs a program with roost
 // preloaded and its options set.
 //
-//   roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...
-//             [--] program [args...]
+//   roost-run [--secure] [--stats[=text|json]] [--no-children] [--verbose]
+//             [--option NAME=VALUE]... [--] program [args...]
 //
 // Owns: finding the library (next to the launcher in a build tree, or in
 // the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
-// variables of the program it runs, and the option help, which it takes
-// from src/options.def like everything else that lists the options.  Must
+// variables of the program it runs, and the option help and "did you
+// mean", which it takes from src/options.h's table (generated from
+// src/options.def, like everything else that lists the options).  Must
 // never: link roost itself, parse or judge option values (roost does, and
 // warns), or drop a variable the caller had set but for the ones it names.
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,22 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "options.h"
 #include "roost.h"
 
 namespace {
 
-struct Option {
-  const char* variable;
-  const char* default_value;
-  const char* help;
-};
-
-constexpr Option kOptions[] = {
-#define ROOST_OPTION(id, variable, type, default_value, min, max, help) \
-  {variable, default_value, help},
-#include "options.def"
-#undef ROOST_OPTION
-};
+using roost::options::kTable;
+using Option = roost::options::Option;
 
 // The SONAME file (libroost.so.MAJOR): in a build tree and in an install.
 #define ROOST_STR2(x) #x
@@ -69,21 +62,26 @@ void print_wrapped(FILE* to, const char* text, int indent, int width) {
 
 void usage(FILE* to) {
   fprintf(to,
-          "usage: roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...\n"
-          "                 [--] program [args...]\n"
+          "usage: roost-run [--secure] [--stats[=text|json]] [--no-children] [--verbose]\n"
+          "                 [--option NAME=VALUE]... [--] program [args...]\n"
           "       roost-run --help | --version\n"
           "\n"
           "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
           "\n"
           "  --secure             preload the hardened library, libroost-secure\n"
-          "  --stats              print roost's counters to stderr at exit (ROOST_STATS=1)\n"
-          "  --stats=json         the same as one JSON object (ROOST_STATS=json)\n"
+          "  --stats              print roost's counters to stderr at exit (ROOST_STATS=1),\n"
+          "                       in every process that inherits the environment, each\n"
+          "                       report headed by its pid, program and time\n"
+          "  --stats=json         the same as one JSON object (ROOST_STATS=json);\n"
+          "                       --stats json and --stats text also work\n"
+          "  --no-children        only the program's own report, not those of the\n"
+          "                       processes it starts (ROOST_STATS_PID=its pid)\n"
           "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
           "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
           "\n"
           "Options (environment variable, default, what it does):\n");
-  for (const Option& o : kOptions) {
-    fprintf(to, "  %-22s %-6s", o.variable, o.default_value);
+  for (const Option& o : kTable) {
+    fprintf(to, "  %-22s %-6s", o.env, o.fallback);
     print_wrapped(to, o.help, 31, 79);
   }
 }
@@ -131,11 +129,33 @@ std::string find_library(const char* stem) {
 
 // The option `name` names (ROOST_ optional, any case), or nullptr.
 const Option* find_option(const std::string& name) {
-  for (const Option& o : kOptions) {
-    if (strcasecmp(name.c_str(), o.variable) == 0) return &o;
-    if (strcasecmp(name.c_str(), o.variable + strlen("ROOST_")) == 0) return &o;
+  for (const Option& o : kTable) {
+    if (strcasecmp(name.c_str(), o.env) == 0) return &o;
+    if (strcasecmp(name.c_str(), o.env + strlen("ROOST_")) == 0) return &o;
   }
   return nullptr;
+}
+
+// An unknown option `name`: the error, with the nearest option's name
+// written as `name` was (with or without ROOST_, in its case) when one is
+// within two edits.
+[[noreturn]] void fail_unknown_option(const std::string& name) {
+  bool prefixed = strncasecmp(name.c_str(), "ROOST_", strlen("ROOST_")) == 0;
+  std::string variable = prefixed ? name : "ROOST_" + name;
+  for (char& c : variable) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  const char* near = roost::options::nearest_variable(variable.c_str(), variable.size());
+  if (near == nullptr) fail("unknown option", name.c_str());
+  std::string suggestion = prefixed ? near : near + strlen("ROOST_");
+  bool lower = !name.empty() && name.back() >= 'a' && name.back() <= 'z';
+  if (lower)
+    for (char& c : suggestion) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  std::string detail = name + " (did you mean " + suggestion + "?)";
+  fail("unknown option", detail.c_str());
+}
+
+// The report's form after --stats, as a separate argument: `text` or `json`.
+bool is_report_form(const char* arg) {
+  return strcasecmp(arg, "text") == 0 || strcasecmp(arg, "json") == 0;
 }
 
 void set_variable(const char* variable, const std::string& value) {
@@ -163,9 +183,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--secure") {
       secure = true;
     } else if (arg == "--stats") {
-      set_variable("ROOST_STATS", "1");
-    } else if (arg == "--stats=json") {
-      set_variable("ROOST_STATS", "json");
+      bool form = i + 1 < argc && is_report_form(argv[i + 1]);
+      set_variable("ROOST_STATS", form ? argv[++i] : "1");
+    } else if (arg.rfind("--stats=", 0) == 0) {
+      std::string form = arg.substr(strlen("--stats="));
+      if (!is_report_form(form.c_str())) fail("--stats takes text or json, not", form.c_str());
+      set_variable("ROOST_STATS", form);
+    } else if (arg == "--no-children") {
+      // exec keeps the process id: the program will have roost-run's.
+      set_variable("ROOST_STATS_PID", std::to_string(getpid()));
     } else if (arg == "--verbose") {
       set_variable("ROOST_VERBOSE", "1");
     } else if (arg == "--option" || arg.rfind("--option=", 0) == 0) {
@@ -179,8 +205,8 @@ int main(int argc, char** argv) {
       size_t eq = setting.find('=');
       if (eq == std::string::npos) fail("--option needs NAME=VALUE, not", setting.c_str());
       const Option* o = find_option(setting.substr(0, eq));
-      if (o == nullptr) fail("unknown option", setting.substr(0, eq).c_str());
-      set_variable(o->variable, setting.substr(eq + 1));
+      if (o == nullptr) fail_unknown_option(setting.substr(0, eq));
+      set_variable(o->env, setting.substr(eq + 1));
     } else {
       fail("unknown argument", arg.c_str());
     }

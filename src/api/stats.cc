@@ -135,16 +135,107 @@ void take(Snapshot& s) {
   out.messages_sent = out.remote_frees + out.messages_forwarded;
 }
 
+namespace {
+
+// Seconds since the epoch as "YYYY-MM-DD hh:mm:ss" (UTC), written with
+// `between` between the date and the time.
+void write_utc(err::Text& out, uint64_t seconds, char between) {
+  // Days to a civil date (proleptic Gregorian): eras of 400 years, each
+  // 146097 days, counted from 0000-03-01 so that leap days end a year.
+  uint64_t days = seconds / 86400 + 719468;
+  uint64_t era = days / 146097;
+  uint64_t day_of_era = days - era * 146097;
+  uint64_t year_of_era =
+      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  uint64_t day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  uint64_t month_index = (5 * day_of_year + 2) / 153;  // 0 = March
+  uint64_t day = day_of_year - (153 * month_index + 2) / 5 + 1;
+  uint64_t month = month_index < 10 ? month_index + 3 : month_index - 9;
+  uint64_t year = year_of_era + era * 400 + (month <= 2 ? 1 : 0);
+  uint64_t second_of_day = seconds % 86400;
+  auto two = [&out](uint64_t v) {
+    out.chr(static_cast<char>('0' + v / 10)).chr(static_cast<char>('0' + v % 10));
+  };
+  out.dec(year).chr('-');
+  two(month);
+  out.chr('-');
+  two(day);
+  out.chr(between);
+  two(second_of_day / 3600);
+  out.chr(':');
+  two(second_of_day / 60 % 60);
+  out.chr(':');
+  two(second_of_day % 60);
+}
+
+// `bytes` in the largest binary unit that leaves a whole part (one decimal).
+void write_size(err::Text& out, uint64_t bytes) {
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  unsigned unit = 0;  // kUnits[unit] is 1024^(unit+1) bytes
+  while (unit + 1 < 4 && bytes >> (10 * (unit + 2)) != 0) unit++;
+  uint64_t scaled = (bytes * 10 + (uint64_t{1} << (10 * (unit + 1))) / 2) >> (10 * (unit + 1));
+  out.dec(scaled / 10).chr('.').dec(scaled % 10).chr(' ').str(kUnits[unit]);
+}
+
+// A counter whose name says it counts bytes.
+constexpr bool counts_bytes(const char* name) {
+  for (const char* p = name; *p != 0; p++)
+    if (p[0] == 'b' && p[1] == 'y' && p[2] == 't' && p[3] == 'e' && p[4] == 's') return true;
+  return false;
+}
+
+// `s` as the body of a JSON string: quotes, backslashes and control
+// characters escaped.
+void write_json_string(err::Text& out, const char* s) {
+  constexpr char kHex[] = "0123456789abcdef";
+  for (; *s != 0; s++) {
+    auto c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out.chr('\\').chr(static_cast<char>(c));
+    } else if (c < 0x20) {
+      out.str("\\u00").chr(kHex[c >> 4]).chr(kHex[c & 15]);
+    } else {
+      out.chr(static_cast<char>(c));
+    }
+  }
+}
+
+}  // namespace
+
 void write_text(err::Text& out, const Snapshot& s) {
-#define ROOST_STAT(name, source, description) \
-  out.str("roost: " #name " ").dec(s.totals.name).chr('\n');
+  out.str("roost: report of pid ").dec(static_cast<uint64_t>(os::process_id()));
+  out.str(" (").str(os::program_name()).str(") at ");
+  write_utc(out, os::wall_clock_seconds(), ' ');
+  out.str(" UTC\n");
+  const struct roost_stats& t = s.totals;
+#define ROOST_STAT(name, source, description)                                       \
+  out.str("roost: ").str_padded(#name, kNameWidth).dec_padded(t.name, kValueWidth); \
+  out.str("  ").str(description);                                                   \
+  if (counts_bytes(#name) && t.name >= 1024) {                                      \
+    out.str(" (");                                                                  \
+    write_size(out, t.name);                                                        \
+    out.chr(')');                                                                   \
+  }                                                                                 \
+  out.chr('\n');
+  constexpr unsigned kNameWidth = 27, kValueWidth = 14;
 #include "roost_stats.def"
 #undef ROOST_STAT
+  if (t.messages_sent > t.messages_received) {
+    out.str("roost: note: messages_received is ").dec(t.messages_sent - t.messages_received);
+    out.str(
+        " below messages_sent: those objects were still on their way home (in outboxes, "
+        "BatchIt caches or unread inboxes) when the report was taken\n");
+  }
 }
 
 void write_json(err::Text& out, const Snapshot& s) {
-  // Every key is a C identifier from roost_stats.def: nothing to escape.
-  out.str("{\"version\":1,\"totals\":{");
+  out.str("{\"version\":1,\"process\":{\"pid\":").dec(static_cast<uint64_t>(os::process_id()));
+  out.str(",\"program\":\"");
+  write_json_string(out, os::program_name());
+  out.str("\",\"time\":\"");
+  write_utc(out, os::wall_clock_seconds(), 'T');
+  // Every key below is a C identifier from roost_stats.def: nothing to escape.
+  out.str("Z\"},\"totals\":{");
   const char* sep = "";
 #define ROOST_STAT(name, source, description)            \
   out.str(sep).str("\"" #name "\":").dec(s.totals.name); \
@@ -238,11 +329,13 @@ int open_report_file(const char* path) {
 }  // namespace
 
 // The report at exit: ROOST_STATS=1 (text) or json, on stderr or to
-// ROOST_STATS_FILE.  A destructor, not a constructor: it has no effect
-// unless the option is set.
+// ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A destructor, not a constructor:
+// it has no effect unless the option is set.
 __attribute__((destructor)) static void report_at_exit() {
   uint64_t form = options::get(options::kStats);
   if (form == options::kReportNone) return;
+  uint64_t only = options::get(options::kStatsPid);
+  if (only != 0 && only != static_cast<uint64_t>(os::process_id())) return;
   int fd = err::report_fd();
   int file = -1;
   if (const char* path = options::text(options::kStatsFile)) {

@@ -27,11 +27,14 @@ inline bool active(const Snapshot& s, unsigned sc) {
   return s.classes[sc].allocations != 0 || s.classes[sc].slabs != 0;
 }
 
-// The text report: "roost: <counter> <value>\n" for each counter of
-// roost_stats.def.
+// The text report: a line naming the process (pid, program, time), then
+// "roost: <counter> <value>  <description>\n" for each counter of
+// roost_stats.def (byte counts also in KiB, MiB...), then a note where two
+// counters differ for a reason that is not plain (messages in flight).
 void write_text(err::Text& out, const Snapshot& s);
 
-// The JSON object of roost_stats_json() (no newline after it).
+// The JSON object of roost_stats_json() (no newline after it): "version",
+// "process" (pid, program, time), "totals", "classes".
 void write_json(err::Text& out, const Snapshot& s);
 
 }  // namespace roost::stats

@@ -83,6 +83,13 @@ Text& Text::dec_padded(uint64_t v, unsigned width) {
   return *this;
 }
 
+Text& Text::str_padded(const char* s, unsigned width) {
+  unsigned n = 0;
+  for (; s[n] != 0; n++) chr(s[n]);
+  for (; n < width; n++) chr(' ');
+  return *this;
+}
+
 Text& Text::hex(uintptr_t v) {
   static const char digits[] = "0123456789abcdef";
   char tmp[2 * sizeof(v)];

@@ -59,6 +59,8 @@ class Text {
   Text& dec(uint64_t v);
   // `v` right-aligned in `width` characters (wider if it needs more).
   Text& dec_padded(uint64_t v, unsigned width);
+  // `s` left-aligned in `width` characters (wider if it needs more).
+  Text& str_padded(const char* s, unsigned width);
   // `v` in lower-case hexadecimal after "0x".
   Text& hex(uintptr_t v);
 

@@ -208,6 +208,16 @@ void close(int fd) { ::close(fd); }
 
 int process_id() { return static_cast<int>(::getpid()); }
 
+const char* program_name() {
+  return program_invocation_short_name != nullptr ? program_invocation_short_name : "?";
+}
+
+uint64_t wall_clock_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec > 0 ? static_cast<uint64_t>(ts.tv_sec) : 0;
+}
+
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

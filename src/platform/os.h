@@ -89,6 +89,10 @@ int open_for_writing(const char* path);
 void close(int fd);
 
 int process_id();
+// The program's name (argv[0] without its folder), for reports.
+const char* program_name();
+// Seconds since the epoch (UTC), for the time a report was written.
+uint64_t wall_clock_seconds();
 }  // namespace roost::os
 
 namespace roost::os {

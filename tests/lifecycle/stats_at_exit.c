@@ -1,11 +1,12 @@
 /* A C program for ROOST_STATS=1 at exit, whichever way roost is linked:
  * it allocates, frees, keeps a few objects and returns; roost's report at
- * exit must then say "roost: allocations N" with N > 0.  Built linked to
- * libroost.a, with -static, linked to libroost.so (DT_NEEDED), and with
- * ROOST_TEST_PREFIXED against libroost-prefixed.a, where it calls
- * roost_stats() once: a program linked with the prefixed library gets the
- * report at exit only when it calls one of roost's statistics functions,
- * which bring the report in from the archive (README, Statistics). */
+ * exit must then have the line "roost: allocations N ..." with N > 0.
+ * Built linked to libroost.a, with -static, linked to libroost.so
+ * (DT_NEEDED), and with ROOST_TEST_PREFIXED against libroost-prefixed.a,
+ * where it calls roost_stats() once: a program linked with the prefixed
+ * library gets the report at exit only when it calls one of roost's
+ * statistics functions, which bring the report in from the archive
+ * (README, Statistics). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
