@@ -120,6 +120,9 @@ def main(argv=None):
                     help="where peers.py builds snmalloc and mimalloc v2/v3 (default: build/peers)")
     ap.add_argument("--no-install", action="store_true",
                     help="install and build nothing: what is missing is shown as missing")
+    ap.add_argument("--roost-within", type=int, metavar="MIB",
+                    help="exit 1 unless every roost build's floor is at most glibc's plus MIB "
+                         "(glibc must be among the allocators)")
     ap.add_argument("command", nargs="*", help="the command (default: python3 -c "
                     "'import json; json.dumps(list(range(10**6)))')")
     opts = ap.parse_args(argv)
@@ -129,6 +132,8 @@ def main(argv=None):
     names = parse_list(opts.allocators)
     if not names:
         ap.error("no allocators")
+    if opts.roost_within is not None and allocators.GLIBC not in names:
+        ap.error("--roost-within needs glibc among the allocators")
     try:
         allocs = allocators.resolve_allocators(names, opts.build_dir, not opts.no_install,
                                                opts.peers_dir)
@@ -165,4 +170,13 @@ def main(argv=None):
             diff = "n/a" if glibc is None else f"{floor - glibc:+d}"
         print(f"| {a.name} | {a.version or '?'} | {shown} | {diff} |")
     log(f"ulimit_floor: {time.monotonic() - t0:.0f} s")
-    return 1 if any(r[0] is None for r in results.values()) else 0
+    if any(r[0] is None for r in results.values()):
+        return 1
+    if opts.roost_within is not None:
+        over = [a.name for a in allocs if allocators.in_roost_family(a.name)
+                and (glibc is None or results[a.name][0] > glibc + opts.roost_within)]
+        if over:
+            log(f"ulimit_floor: above glibc's floor plus {opts.roost_within} MiB: "
+                + ", ".join(over))
+            return 1
+    return 0

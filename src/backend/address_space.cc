@@ -28,7 +28,7 @@ enum class Slot : uint8_t {
 
 SpinLock g_lock;
 Slot g_slots[kEndSlot];
-bool g_any_region = false;  // has a region ever been placed?
+bool g_any_region = false;    // has a region ever been placed?
 uintptr_t g_region_slot = 0;  // the slot regions go in now (0: none yet)
 size_t g_region_used = 0;     // its bytes before the next region
 
@@ -38,8 +38,7 @@ bool in_window() { return pagemap::grows(); }
 // `align_slots`; 0 if there is none.  Lock held.
 uintptr_t find_free_run(size_t count, size_t align_slots) {
   uintptr_t first = pagemap::window_start() >> kSlotBits;
-  for (uintptr_t s = bits::align_up(first, align_slots); s + count <= kEndSlot;
-       s += align_slots) {
+  for (uintptr_t s = bits::align_up(first, align_slots); s + count <= kEndSlot; s += align_slots) {
     size_t i = 0;
     while (i < count && g_slots[s + i] == Slot::kFree) i++;
     if (i == count) return s;
@@ -117,7 +116,25 @@ unsigned preferred_order(unsigned min_order) {
   return order < min_order ? min_order : order;
 }
 
+// The limit as scarce() and huge_above() read it: kUnread until the first
+// call (the value every call computes is the same, so a race is harmless).
+constexpr size_t kUnread = 0;
+std::atomic<size_t> g_huge_above{kUnread};
+
+size_t read_huge_above() {
+  size_t above = g_huge_above.load(std::memory_order_relaxed);
+  if (above == kUnread) {
+    above = size_t{1} << preferred_order(config::kGranuleBits);
+    g_huge_above.store(above, std::memory_order_relaxed);
+  }
+  return above;
+}
+
 }  // namespace
+
+bool scarce() { return read_huge_above() < config::kRegion; }
+
+size_t huge_above() { return read_huge_above(); }
 
 void* reserve_region(unsigned min_order, unsigned* order) {
   LockGuard guard(g_lock);

@@ -39,10 +39,19 @@ bool release_huge(void* p, size_t size);
 // multiples of the page size); false if the OS refused (nothing changed).
 bool shrink_huge(void* p, size_t size, size_t keep);
 
+// Under an address-space limit (RLIMIT_AS, read once, at the first call)
+// every reserved byte counts against the program, so roost spends address
+// space as it spends memory: objects bigger than the regions the limit
+// allows are mapped alone and unmapped when freed (huge_above()), and the
+// frontend serves the size classes whose slabs span megabytes as large
+// objects.  Without a limit: false, and config::kRegion.
+bool scarce();
+size_t huge_above();
+
 // One line on stderr, once per process, when roost cannot start: the OS
 // refused `bytes` of address space for `what` (its page map, its first
-// metadata block, its first region), with the address-space limit if there is one.  Allocations fail
-// with ENOMEM meanwhile; roost starts at a later call once there is room.
+// metadata block, its first region), with the address-space limit if there is one.  Allocations
+// fail with ENOMEM meanwhile; roost starts at a later call once there is room.
 void report_cannot_start(const char* what, size_t bytes);
 
 void lock_for_fork();

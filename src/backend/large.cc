@@ -164,7 +164,7 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   size_t usable = bits::align_up(size, config::kPageSize);
   size_t span = usable + kGuardBytes > align ? usable + kGuardBytes : align;
   ChunkMeta* m;
-  if (span > config::kRegion) {
+  if (span > address_space::huge_above()) {
     *dirty = 0;  // fresh from mmap
     m = alloc_huge(usable, align);
   } else {

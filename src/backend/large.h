@@ -7,14 +7,17 @@
 // exist at once).  Freed large chunks go back to the backend, which keeps
 // them resident for a purge delay (reused first; longer while the program
 // keeps taking chunks of their size) and then purges them.
-// Must never: be used for sizes a slab can serve, or keep
-// freed memory of its own.
+// Must never: be used for sizes a slab can serve (but for the classes
+// served as large where address space is scarce, below), or keep freed
+// memory of its own.
 #pragma once
 
 #include <cstddef>
 
+#include "backend/address_space.h"
 #include "backend/chunk_meta.h"
 #include "config.h"
+#include "ds/sizeclass.h"
 
 namespace roost::large {
 
@@ -22,6 +25,20 @@ namespace roost::large {
 // *dirty: how many of its leading bytes may hold old data (the rest reads
 // as zero).  nullptr when the OS refuses memory.
 void* alloc(size_t size, size_t align, size_t* dirty);
+
+// Where address space is scarce (address_space::scarce()), the size
+// classes whose slabs span a megabyte or more (16 objects of over 32 KiB)
+// are served as large objects of the class's size: a large object takes
+// at most twice its size, where one such slab reserves a megabyte or more
+// for a class the program may use once.
+inline constexpr unsigned kFirstClassServedWhenScarce = [] {
+  unsigned sc = 0;
+  while (sc < sizeclass::kCount && sizeclass::slab_size(sc) < (size_t{1} << 20)) sc++;
+  return sc;
+}();
+inline bool serves_class(unsigned sc) {
+  return sc >= kFirstClassServedWhenScarce && address_space::scarce();
+}
 
 // Frees the large or huge object whose metadata is `m`.
 void free(ChunkMeta* m);

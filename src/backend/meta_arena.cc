@@ -23,10 +23,15 @@ uintptr_t limit = 0;
 size_t next_block = kFirstBlock;
 std::atomic<size_t> reserved{0};  // written under the lock, read without it
 
+void* reserve(size_t bytes) {
+  void* fresh = os::reserve_aligned(bytes, 4096);
+  if (fresh != nullptr) reserved.fetch_add(bytes, std::memory_order_relaxed);
+  return fresh;
+}
+
 void* reserve_block(size_t block) {
-  void* fresh = os::reserve_aligned(block, 4096);
+  void* fresh = reserve(block);
   if (fresh == nullptr) return nullptr;
-  reserved.fetch_add(block, std::memory_order_relaxed);
   cursor = reinterpret_cast<uintptr_t>(fresh);
   limit = cursor + block;
   return fresh;
@@ -38,6 +43,15 @@ void* alloc(size_t size, size_t align) {
   uintptr_t p = bits::align_up(cursor, align);
   if (cursor == 0 || p + size > limit) {
     size_t needed = bits::align_up(size + align, 4096);
+    // A request of a first block's size or more (a region's table) that the
+    // current block cannot hold gets a block of its own, and the current
+    // block goes on serving small ones: its rest is not left unused.
+    if (cursor != 0 && needed >= kFirstBlock) {
+      void* own = reserve(needed);
+      return own != nullptr
+                 ? reinterpret_cast<void*>(bits::align_up(reinterpret_cast<uintptr_t>(own), align))
+                 : nullptr;
+    }
     size_t block = needed > next_block ? bits::align_up(needed, kFirstBlock) : next_block;
     if (reserve_block(block) == nullptr && (block == needed || reserve_block(needed) == nullptr)) {
       if (reserved.load(std::memory_order_relaxed) == 0)

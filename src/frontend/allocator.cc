@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 
+#include "backend/large.h"
 #include "frontend/service.h"
 
 namespace roost {
@@ -19,6 +20,7 @@ namespace roost {
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
+  if (ROOST_UNLIKELY(large::serves_class(sc))) return alloc_class_as_large(sc);
   if (ROOST_UNLIKELY(a->port_ != nullptr)) {
     if (void* p = offload::take(a->port_, sc)) {
       checks::parked_intact(sc, p);
@@ -27,6 +29,13 @@ void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
     }
   }
   return a->refill(sc);
+}
+
+void* Allocator::alloc_class_as_large(unsigned sc) {
+  size_t dirty = 0;  // (calloc zeroes what it asked for whatever the source)
+  void* p = large::alloc(sizeclass::to_size(sc), 1, &dirty);
+  if (p == nullptr) errno = ENOMEM;
+  return p;
 }
 
 void* Allocator::refill_with_mail(unsigned sc) {

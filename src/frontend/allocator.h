@@ -92,6 +92,8 @@ class Allocator {
   // fast path has its address in the first argument's register already;
   // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
+  // An object of class `sc` as a large object (large::serves_class).
+  ROOST_NOINLINE static void* alloc_class_as_large(unsigned sc);
   // Class `sc`'s fast list ran dry: refills it and returns an object;
   // nullptr with errno ENOMEM when memory runs out.
   void* refill(unsigned sc) {

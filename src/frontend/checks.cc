@@ -85,7 +85,11 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
       reinterpret_cast<uintptr_t>(p) != m->base)
     return;
-  if (bits::align_up(size, config::kPageSize) != m->large_size)
+  // (A class served as a large object has its class's size.)
+  unsigned sc = sizeclass::for_aligned(size, align);
+  size_t expected =
+      sc < sizeclass::kCount && large::serves_class(sc) ? sizeclass::to_size(sc) : size;
+  if (bits::align_up(expected, config::kPageSize) != m->large_size)
     fault(where, kSizeMismatch, p, large::usable(m));
 }
 
