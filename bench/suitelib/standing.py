@@ -202,7 +202,10 @@ def main(argv):
     verdicts on a made-up run.  Exits 2 on bad arguments."""
     if len(argv) == 2 and argv[1] == "--self-test":
         return self_test()
-    if len(argv) != 2:
+    if len(argv) == 2 and argv[1] in ("--help", "-h"):
+        print(main.__doc__.strip())
+        return 0
+    if len(argv) != 2 or argv[1].startswith("-"):
         print(main.__doc__.strip(), file=sys.stderr)
         return 2
     with open(argv[1]) as f:
