@@ -72,10 +72,14 @@ soak: release asan
 	build/release/tests/soak/roost_soak --seconds $(SOAK_SECONDS) || st=1; \
 	exit $$st
 
-bench: release
+# bench/run builds only what the benchmarks run (the workload programs and
+# libroost.so) in build/release, configuring it without the tests if it is
+# not configured yet (make release and make test configure it again, tests
+# included).
+bench:
 	bash bench/run
 
-bench-full: release
+bench-full:
 	bash bench/run --full
 
 # `make install PREFIX=/opt/roost`: the release build under PREFIX (default

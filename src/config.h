@@ -170,7 +170,7 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 // hardening mechanism below; each has a switch of its own, so that its cost
 // can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the build's
 // default).  The default build keeps only the checks that cost its fast
-// paths nothing (see the README's table of faults).
+// paths nothing (see the table of faults in docs/SECURITY.md).
 #ifndef ROOST_SECURE
 #define ROOST_SECURE 0
 #endif

@@ -1,7 +1,7 @@
 // glibc's introspection calls (mallinfo2, mallinfo, malloc_stats,
 // malloc_info, mallopt): the behaviour glibc and roost share is checked on
 // both (api.glibc runs this binary on glibc's malloc); under roost, the
-// figures are roost_stats()'s and mallopt follows README.md's table.  The
+// figures are roost_stats()'s and mallopt follows docs/STATISTICS.md's table.  The
 // XML and the text are read more closely by tests/introspection_check.py.
 #include <malloc.h>
 
@@ -194,7 +194,7 @@ TEST(Introspection, MalloptAcceptsWhatBothAllocatorsAccept) {
   EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
 }
 
-// README.md's table: M_TRIM_THRESHOLD sets ROOST_SLAB_RESERVE; what roost
+// docs/STATISTICS.md's table: M_TRIM_THRESHOLD sets ROOST_SLAB_RESERVE; what roost
 // cannot do, and what it does not know, is 0.
 TEST(Introspection, MalloptFollowsRoostsTable) {
   REQUIRE_ROOST();

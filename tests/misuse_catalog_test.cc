@@ -5,7 +5,7 @@
 // with SIGABRT after one line on stderr, "roost: <where>: <fault> 0x<addr>
 // ...", naming the fault the case expects and the address it is about.  A
 // case the build under test is not meant to catch is skipped, saying so
-// (the README's table of faults lists the same cases).
+// (docs/SECURITY.md's table of faults lists the same cases).
 //
 // With ROOSTTEST_BUILD=observe the cases only record what happened (for
 // comparing other allocators; see observe()).

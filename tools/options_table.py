@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""The README's table of run-time options, generated from src/options.def.
+"""docs/OPTIONS.md's table of run-time options, generated from src/options.def.
 
 Owns: reading the option list as text and rendering it as Markdown.  Must
 never: hold an option's name, default or range itself (src/options.def is
 the one list).
 
   tools/options_table.py                    print the table
-  tools/options_table.py --check README.md  exit 1 with a diff if the table
+  tools/options_table.py --check docs/OPTIONS.md  exit 1 with a diff if the table
                                             between the markers differs
-  tools/options_table.py --write README.md  replace the table between the markers
+  tools/options_table.py --write docs/OPTIONS.md  replace the table between the markers
   tools/options_table.py --self-test        check the list reader on a sample
 
 The markers are BEGIN and END below, each on a line of its own.
@@ -83,7 +83,7 @@ def table(options):
 
 
 def split_readme(text, path):
-    """(before, table, after) of the README around the markers."""
+    """(before, table, after) of the page around the markers."""
     begin, end = text.find(BEGIN + "\n"), text.find("\n" + END)
     if begin < 0 or end < 0 or end < begin:
         raise SystemExit("%s: the markers %r and %r are missing" % (path, BEGIN, END))
@@ -124,8 +124,8 @@ ROOST_OPTION(kD, "ROOST_D", kPath, "", "", "", "d")
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--check", metavar="README")
-    g.add_argument("--write", metavar="README")
+    g.add_argument("--check", metavar="PAGE")
+    g.add_argument("--write", metavar="PAGE")
     g.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:

@@ -3,9 +3,9 @@
 # when missing: the first step of `make test` and of .ci/run.
 #
 # Owns: the list of Debian packages the test trees need (compilers, CMake,
-# GoogleTest, clang and its libFuzzer runtime for tests/fuzz/, valgrind, ...),
-# cargo for the Rust crate's test when there is none, and fetching that
-# crate's dependencies (outside rust.cargo_test's time limit).
+# GoogleTest, clang and its libFuzzer runtime for tests/fuzz/, valgrind,
+# Debian's Rust toolchain, ...), and fetching the Rust crate's dependencies
+# (outside rust.cargo_test's time limit).
 # Must never: install anything that is already there, or ask for a password:
 # as root it installs with apt-get; as anyone else it stops at once with one
 # line naming the missing packages and the command that installs them.
@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ make libgtest-dev valgrind python3 git binutils pkg-config
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          rustc cargo)  # Debian's Rust 1.63, the crate's oldest (rust.msrv_path_dependency)
 
 if ! command -v dpkg >/dev/null 2>&1; then
   echo "tools/test_deps.sh: no dpkg here (not Debian): make sure these (or your system's" \
@@ -25,11 +26,6 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-# cargo for the Rust crate's test (rust.cargo_test): Debian's, unless one is
-# already there (rustup's lives in ~/.cargo/bin).
-if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${HOME:-}/.cargo/bin/cargo" ]; then
-  dpkg -s cargo >/dev/null 2>&1 || missing+=(cargo)
-fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -41,7 +37,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The Rust crate's dependencies (with Debian's cargo also the crates.io git
-# index, a large clone), fetched here rather than inside the test's limit.
-PATH="$PATH:${HOME:-}/.cargo/bin" cargo fetch --locked --quiet \
+# The Rust crate's dependencies, fetched here rather than inside the test's
+# limit, with rustup's cargo where there is one (Debian's clones the
+# crates.io git index, a large download).
+PATH="${HOME:-}/.cargo/bin:$PATH" cargo fetch --locked --quiet \
   --manifest-path bindings/rust/Cargo.toml

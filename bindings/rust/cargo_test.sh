@@ -13,14 +13,14 @@ if [ "$#" -ne 1 ]; then
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v cargo >/dev/null 2>&1; then
-  if [ -x "${HOME:-}/.cargo/bin/cargo" ]; then
-    PATH="$HOME/.cargo/bin:$PATH"
-  else
-    echo "rust.cargo_test: cargo not found (neither on PATH nor in ~/.cargo/bin)." >&2
-    echo "Install it (Debian: apt-get install cargo; .ci/run does) or use rustup." >&2
-    exit 1
-  fi
+# rustup's cargo first, where there is one: Debian's (1.65) is for
+# rust.msrv_path_dependency, and clones the crates.io git index.
+if [ -x "${HOME:-}/.cargo/bin/cargo" ]; then
+  PATH="$HOME/.cargo/bin:$PATH"
+elif ! command -v cargo >/dev/null 2>&1; then
+  echo "rust.cargo_test: cargo not found (neither on PATH nor in ~/.cargo/bin)." >&2
+  echo "Install it (Debian: apt-get install cargo; tools/test_deps.sh does) or use rustup." >&2
+  exit 1
 fi
 export CARGO_TARGET_DIR="$1"
 cargo --version

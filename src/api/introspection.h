@@ -2,7 +2,7 @@
 // roost's figures: mallinfo2, mallinfo, malloc_stats, malloc_info, mallopt.
 //
 // Owns: what each glibc field and element means under roost, and which
-// mallopt parameters roost honours (the table in README.md).  The names
+// mallopt parameters roost honours (the table in docs/STATISTICS.md).  The names
 // themselves are in api/override_malloc.cc, beside malloc: a static link
 // that took glibc's mallinfo2 would take glibc's malloc with it.  Must
 // never: stop threads, or call stdio (which may allocate) while it holds a

@@ -6,7 +6,7 @@
  * where it calls roost_stats() once: a program linked with the prefixed
  * library gets the report at exit only when it calls one of roost's
  * statistics functions, which bring the report in from the archive
- * (README, Statistics). */
+ * (docs/STATISTICS.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

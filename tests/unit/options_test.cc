@@ -106,7 +106,7 @@ TEST(Options, RangesAreEnforced) {
   EXPECT_EQ(options::parse(options::kBatchIt, "2").status, Status::kMalformed);
 }
 
-// The documented defaults (README), and that the list holds them.
+// The documented defaults (docs/OPTIONS.md), and that the list holds them.
 TEST(Options, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(options::default_value(options::kStats), options::kReportNone);
   EXPECT_EQ(options::default_value(options::kStatsFile), 0u);
