@@ -7,6 +7,8 @@
 #   - find_package(roost): builds tests/install/ (roost::roost,
 #     roost::prefixed, roost::shared, roost::secure, roost::secure_shared)
 #     and runs each probe;
+#   - the README's install recipe for a prefix off the loader's path
+#     (PKG_CONFIG_PATH, an rpath), run as the README writes it;
 #   - roost-run: --version, --help listing every option of src/options.def,
 #     and python3 under --stats=json with the JSON parsed.
 # Each probe exits 0 only if roost's counters moved by what it allocated.
@@ -51,6 +53,26 @@ $cc -DPROBE_PREFIXED -o "$work/probe_pc_prefixed" "$src/tests/install/probe.c" \
 $cc -o "$work/probe_pc_secure" "$src/tests/install/probe.c" $(pkg-config --cflags --libs roost-secure)
 LD_LIBRARY_PATH=$libdir "$work/probe_pc_secure"
 [ "$(pkg-config --modversion roost)" = "$("$prefix/bin/roost-run" --version | awk '{print $2}')" ]
+
+step "the README's recipe for a prefix off the loader's path"
+# The block after the README's marker, run as written with HOME in the work
+# folder, main.c the probe, and `make install` as the cmake --install it
+# stands for (a make inside a test would rebuild the tree under test).
+recipe=$(awk '/<!-- install recipe:/ {found = 1; next}
+              found && /^```sh$/ {inside = 1; next}
+              inside && /^```$/ {exit}
+              inside {print}' "$src/README.md")
+grep -q '^make install PREFIX=\$HOME/.local$' <<<"$recipe" ||
+  { echo "FAIL: the README's install recipe has no 'make install PREFIX=\$HOME/.local'" >&2; exit 1; }
+mkdir -p "$work/recipe/home"
+cp "$src/tests/install/probe.c" "$work/recipe/main.c"
+(
+  cd "$work/recipe"
+  export HOME=$work/recipe/home
+  unset LD_LIBRARY_PATH PKG_CONFIG_PATH
+  sed "s|^make install PREFIX=\(.*\)$|cmake --install '$build' --prefix \1 >/dev/null|" <<<"$recipe" |
+    bash -euo pipefail
+)
 
 step "find_package"
 cmake -S "$src/tests/install" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
