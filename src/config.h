@@ -41,6 +41,11 @@ inline constexpr size_t kRegionLimitShare = 16;
 // everything and the pagemap covers the whole address space.
 inline constexpr uintptr_t kWindowBase = uintptr_t{1} << 35;   // 32 GiB
 inline constexpr uintptr_t kPagemapBase = uintptr_t{1} << 44;  // 16 TiB
+// Under an address-space limit too small for a program that wants the low
+// 32 GiB (under 256 MiB), the window starts lower, down to this, so that
+// the pagemap's entries for the space below it cost at most
+// 1/kSpreadLimitShare of the limit, as the spread does.
+inline constexpr uintptr_t kLowestWindowBase = uintptr_t{1} << 32;  // 4 GiB
 // Layout randomisation (addresses an attacker cannot predict): the window's
 // first slot is one of up to kWindowSpreadSlots + 1 slots from kWindowBase
 // (each slot below it costs the pagemap 128 KiB of address space, so under

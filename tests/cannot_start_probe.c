@@ -2,7 +2,7 @@
  * it says so in one line on stderr naming the limit, the allocation fails
  * with ENOMEM instead of crashing, and roost starts at a later call once
  * there is room.  Three ways to refuse the room: `limit` lowers RLIMIT_AS
- * (`ulimit -v`) to just above what the process uses; `inject` has the
+ * (`ulimit -v`) to just above what the process uses (256 KiB more); `inject` has the
  * platform layer refuse every mmap (roost built with
  * -DROOST_FAULT_INJECTION=1); `region` refuses every mmap but the first
  * (the page map's), so roost's first metadata block is what cannot be had.  Linked to a static
@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
   int limit = strcmp(argv[1], "limit") == 0;
   int region = strcmp(argv[1], "region") == 0;
   if (limit) {
-    struct rlimit tight = {vm_size() + (1u << 20), old.rlim_max};
+    /* Less than the page map's first part, which under so small a limit
+     * covers the window's first slot from 4 GiB (640 KiB). */
+    struct rlimit tight = {vm_size() + (256u << 10), old.rlim_max};
     CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
   } else {
     roost_test_inject_faults(0, region ? 1 : 0, -1);

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-STATS_RE = re.compile(r"^roost: allocations ([0-9]+)$", re.M)
+STATS_RE = re.compile(r"^roost: allocations +([0-9]+)  ", re.M)
 
 
 class Failure(Exception):

@@ -26,10 +26,16 @@ uintptr_t g_window_start = config::kWindowBase;
 void draw_layout(uintptr_t* window_start, uintptr_t* table_at) {
   uint64_t e = os::entropy();
   size_t spread = config::kWindowSpreadSlots;
+  uintptr_t base = config::kWindowBase;
   size_t limit = os::address_space_limit();
-  if (limit != SIZE_MAX && limit / config::kSpreadLimitShare / kSlotEntryBytes < spread)
-    spread = limit / config::kSpreadLimitShare / kSlotEntryBytes;
-  *window_start = config::kWindowBase + (e % (spread + 1)) * config::kRegion;
+  if (limit != SIZE_MAX) {
+    // The slots whose entries the limit's share pays for.
+    size_t affordable = limit / config::kSpreadLimitShare / kSlotEntryBytes;
+    if (affordable < spread) spread = affordable;
+    uintptr_t low = affordable * config::kRegion;
+    if (low < base) base = low > config::kLowestWindowBase ? low : config::kLowestWindowBase;
+  }
+  *window_start = base + (e % (spread + 1)) * config::kRegion;
   *table_at = config::kPagemapBase +
               ((e >> 32) % config::kPagemapSpread << config::kPagemapStepBits);
 }
