@@ -247,10 +247,12 @@ TEST(Prefixed, PrintStatsWritesOneLinePerCounter) {
     roost_print_stats();
   });
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("^roost: report of pid [0-9]+ ")))
+      << r.describe();
   for (const char* name :
        {"allocations", "frees", "bytes_in_use", "bytes_committed", "bytes_reserved",
         "large_allocations", "slabs", "chunks", "allocators"}) {
-    std::regex line(std::string("(^|\n)roost: ") + name + " [0-9]+\n");
+    std::regex line(std::string("(^|\n)roost: ") + name + " +[0-9]+  [^\n]+\n");
     EXPECT_TRUE(std::regex_search(r.err, line)) << "no line for " << name << " in:\n" << r.err;
   }
 }
