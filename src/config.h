@@ -12,8 +12,22 @@
 
 namespace roost::config {
 
-// Address space: user pointers on x86-64 / AArch64 Linux fit in 47 bits.
+// The architectures roost is built and tested for, and what differs
+// between them here: the width of a user address.  On x86-64 Linux user
+// space ends at 2^47 (4-level paging; 5-level kernels give more only to a
+// program that asks for addresses above it).  AArch64 Linux kernels
+// configure 39, 42, 47, 48 or 52 bits, and place the program's mappings
+// from the top of that space down: with 48 bits (the common configuration,
+// 4 KiB and 64 KiB pages alike) the kernel's addresses are above 2^47, so
+// the pagemap must cover 48 bits wherever the kernel places roost's memory
+// (a 52-bit kernel, too, maps above 2^48 only on request).
+#if defined(__x86_64__)
 inline constexpr unsigned kAddressBits = 47;
+#elif defined(__aarch64__)
+inline constexpr unsigned kAddressBits = 48;
+#else
+#error "roost is built for x86-64 and AArch64 Linux: set kAddressBits for another"
+#endif
 
 // The pagemap granule: the smallest chunk the backend hands out.  Every
 // granule roost owns has one pagemap entry.

@@ -7,17 +7,10 @@
 
 #include <atomic>
 
+#include "platform/cpu.h"
 #include "platform/os.h"
 
 namespace roost {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
 
 class SpinLock {
  public:
@@ -26,7 +19,7 @@ class SpinLock {
       if (!flag_.exchange(true, std::memory_order_acquire)) return;
       for (int spins = 0; flag_.load(std::memory_order_relaxed); spins++) {
         if (spins < 64)
-          cpu_relax();
+          cpu::relax();
         else
           os::yield();
       }
