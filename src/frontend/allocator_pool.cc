@@ -16,6 +16,7 @@
 #include "frontend/offload.h"
 #include "frontend/service.h"
 #include "options.h"
+#include "platform/error.h"
 #include "platform/os.h"
 
 namespace roost::pool {
@@ -134,6 +135,22 @@ void postfork(bool child) {
 void postfork_parent() { postfork(false); }
 void postfork_child() { postfork(true); }
 
+// A kernel whose page size roost was not built for (config.h): said once,
+// and every allocation fails with ENOMEM.
+void report_unsupported_page() {
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true, std::memory_order_relaxed)) return;
+  err::Line line;
+  line.str("roost: cannot start: the OS's page size is ")
+      .dec(os::page_size())
+      .str(" bytes; roost supports ")
+      .dec(config::kMinPageSize / 1024)
+      .str(" to ")
+      .dec(config::kMaxPageSize / 1024)
+      .str(" KiB pages: allocations fail with ENOMEM\n");
+  line.emit();
+}
+
 }  // namespace
 
 Allocator* bind() {
@@ -159,7 +176,10 @@ bool global_init() {
         freelist::set_key(os::entropy());
         queue_link::set_key(os::entropy());
       }
-      if (os::page_size() != config::kPageSize) return false;
+      if (!config::page_size_supported(os::page_size())) {
+        report_unsupported_page();
+        return false;
+      }
       if (!pagemap::init()) {
         address_space::report_cannot_start("the page map", pagemap::wanted_bytes());
         return false;

@@ -5,6 +5,7 @@
 #include "backend/pagemap.h"
 #include "frontend/slab.h"
 #include "platform/error.h"
+#include "platform/os.h"
 
 namespace roost::checks {
 
@@ -85,7 +86,7 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
       reinterpret_cast<uintptr_t>(p) != m->base)
     return;
-  if (bits::align_up(size, config::kPageSize) != m->large_size)
+  if (large::usable_for(size, os::page_size()) != m->large_size)
     fault(where, kSizeMismatch, p, large::usable(m));
 }
 
