@@ -57,6 +57,8 @@ uint32_t slot_of(const ChunkMeta* m) {
 
 Sorter::Sorter(const void* owner) : owner_(owner) {}
 
+// Links are relaxed here: the service holds the inbox (its release hands
+// them to the owner).
 void Sorter::to_rest(QueueNode* first, QueueNode* last) {
   last->set_next(nullptr, std::memory_order_relaxed);
   if (result_.rest_last == nullptr)
