@@ -18,6 +18,8 @@ endif()
 if(NOT DEFINED ROOST_CROSS_SYSROOT)
   set(ROOST_CROSS_SYSROOT /usr/aarch64-linux-gnu)
 endif()
+# (try_compile projects read this file again: they get the same values.)
+list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES ROOST_CROSS_PREFIX ROOST_CROSS_SYSROOT)
 set(CMAKE_C_COMPILER ${ROOST_CROSS_PREFIX}gcc)
 set(CMAKE_CXX_COMPILER ${ROOST_CROSS_PREFIX}g++)
 
