@@ -12,8 +12,22 @@
 
 namespace roost::config {
 
-// Address space: user pointers on x86-64 / AArch64 Linux fit in 47 bits.
+// The architectures roost is built and tested for, and what differs
+// between them here: the width of a user address.  On x86-64 Linux user
+// space ends at 2^47 (4-level paging; 5-level kernels give more only to a
+// program that asks for addresses above it).  AArch64 Linux kernels
+// configure 39, 42, 47, 48 or 52 bits, and place the program's mappings
+// from the top of that space down: with 48 bits (the common configuration,
+// 4 KiB and 64 KiB pages alike) the kernel's addresses are above 2^47, so
+// the pagemap must cover 48 bits wherever the kernel places roost's memory
+// (a 52-bit kernel, too, maps above 2^48 only on request).
+#if defined(__x86_64__)
 inline constexpr unsigned kAddressBits = 47;
+#elif defined(__aarch64__)
+inline constexpr unsigned kAddressBits = 48;
+#else
+#error "roost is built for x86-64 and AArch64 Linux: set kAddressBits for another"
+#endif
 
 // The pagemap granule: the smallest chunk the backend hands out.  Every
 // granule roost owns has one pagemap entry.
@@ -102,21 +116,46 @@ inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;
 
+// Pages.  The OS's page size is read at start (os::page_size()): 4 KiB on
+// x86-64; 4, 16 or 64 KiB on AArch64, whichever the kernel was built with,
+// and one build runs on all of them (roost refuses to start, saying so, on
+// any other).  It is used wherever the OS's page matters: a large object's
+// bytes are rounded to whole pages (so its end, where the secure build's
+// guard page goes and where an in-place shrink gives the tail back, is
+// page-aligned for mprotect, munmap and madvise), the guard page itself,
+// valloc and pvalloc.  Every size fixed here that the OS sees a range of
+// (the granule, so every chunk, slab, region and huge object's start; the
+// pagemap's growth step; the service's scratch table) is a multiple of the
+// largest page.
+inline constexpr unsigned kMinPageBits = 12;  // 4 KiB
+inline constexpr unsigned kMaxPageBits = 16;  // 64 KiB
+inline constexpr size_t kMinPageSize = size_t{1} << kMinPageBits;
+inline constexpr size_t kMaxPageSize = size_t{1} << kMaxPageBits;
+static_assert(kGranuleBits >= kMaxPageBits, "a granule holds whole pages of every size");
+constexpr bool page_size_supported(size_t page) {
+  return page >= kMinPageSize && page <= kMaxPageSize && (page & (page - 1)) == 0;
+}
+// What roost counts in pages it counts in the smallest page, whatever the
+// OS's: a chunk's dirty extent (the leading bytes written since its last
+// purge) and a slab's touched pages are byte extents rounded up to 4 KiB.
+// A purge of such an extent starts at its chunk's base (granule-aligned)
+// and the kernel rounds its end up to a whole page, inside the chunk.
+// The kernel's transparent huge page where it is 2 MiB (x86-64, and
+// AArch64 with 4 KiB pages; 32 MiB with 16 KiB pages and 512 MiB with
+// 64 KiB pages, where ROOST_HUGEPAGES does nothing).
+inline constexpr unsigned kHugePageBits = 21;
+
 // Bump-pointer carving: a slab's never-used tail is turned into free objects
-// a page at a time, so untouched pages stay untouched (linking an object
-// writes its first word)...
-inline constexpr size_t kCarveBytes = 4096;
+// a small page at a time, so untouched pages stay untouched (linking an
+// object writes its first word; where the OS's pages are bigger, the first
+// carve into one brings all of it in)...
+inline constexpr size_t kCarveBytes = kMinPageSize;
 // ...but at least this many objects, so a class of bigger objects refills
 // its fast list in batches worth the refill's cost, as long as a carve then
 // touches at most kMaxCarveBytes (a 4 KiB object is carved eight at a time,
 // a 32 KiB one alone).
 inline constexpr size_t kMinCarveObjects = 32;
 inline constexpr size_t kMaxCarveBytes = 32768;
-
-inline constexpr unsigned kPageBits = 12;
-inline constexpr size_t kPageSize = size_t{1} << kPageBits;
-// The kernel's transparent huge page (x86-64 and AArch64 with 4 KiB pages).
-inline constexpr unsigned kHugePageBits = 21;
 
 // Message passing.  The outbox sorts remote frees into 2^kBucketBits
 // buckets by destination-allocator id bits (snmalloc's temporal radix tree);

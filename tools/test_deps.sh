@@ -4,7 +4,8 @@
 #
 # Owns: the list of Debian packages the test trees need (compilers, CMake,
 # GoogleTest, clang and its libFuzzer runtime for tests/fuzz/, valgrind,
-# Debian's Rust toolchain, ...), and fetching the Rust crate's dependencies
+# Debian's Rust toolchain, the AArch64 cross compiler, qemu-user and
+# GoogleTest's sources for make test-aarch64, ...), and fetching the Rust crate's dependencies
 # (outside rust.cargo_test's time limit).
 # Must never: install anything that is already there, or ask for a password:
 # as root it installs with apt-get; as anyone else it stops at once with one
@@ -14,7 +15,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ make libgtest-dev valgrind python3 git binutils pkg-config
           clang libclang-rt-14-dev
-          rustc cargo)  # Debian's Rust 1.63, the crate's oldest (rust.msrv_path_dependency)
+          rustc cargo   # Debian's Rust 1.63, the crate's oldest (rust.msrv_path_dependency)
+          g++-aarch64-linux-gnu qemu-user-static googletest)  # make test-aarch64
 
 if ! command -v dpkg >/dev/null 2>&1; then
   echo "tools/test_deps.sh: no dpkg here (not Debian): make sure these (or your system's" \
@@ -34,7 +36,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   echo "tools/test_deps.sh: installing ${missing[*]}" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
 fi
 
 # The Rust crate's dependencies, fetched here rather than inside the test's

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "frontend/heap.h"
+#include "platform/os.h"
 
 #define ROOST_EXPORT extern "C" __attribute__((visibility("default")))
 // The fast paths' entry points start on a cache line, so where they fall
@@ -85,15 +86,17 @@ inline int posix_memalign(void** out, size_t align, size_t size) {
   return 0;
 }
 
-inline void* valloc(size_t size) { return heap::alloc_aligned(config::kPageSize, size); }
+// The OS's page, as glibc's valloc and pvalloc use it (os::page_size()).
+inline void* valloc(size_t size) { return heap::alloc_aligned(os::page_size(), size); }
 
 inline void* pvalloc(size_t size) {
-  if (size > SIZE_MAX - config::kPageSize) {
+  const size_t page = os::page_size();
+  if (size > SIZE_MAX - page) {
     errno = ENOMEM;
     return nullptr;
   }
-  size_t rounded = size == 0 ? config::kPageSize : bits::align_up(size, config::kPageSize);
-  return heap::alloc_aligned(config::kPageSize, rounded);
+  size_t rounded = size == 0 ? page : bits::align_up(size, page);
+  return heap::alloc_aligned(page, rounded);
 }
 
 inline size_t usable_size(const void* p) { return heap::usable_size(p, "malloc_usable_size"); }

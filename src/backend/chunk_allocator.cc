@@ -154,7 +154,7 @@ void merge_dirty(ChunkMeta* m) {
     ChunkMeta* upper = buddy_base < m->base ? m : buddy;
     if (upper->dirty_pages != 0)
       lower->dirty_pages = static_cast<uint32_t>(
-          ((size_t{1} << lower->order) >> config::kPageBits) + upper->dirty_pages);
+          ((size_t{1} << lower->order) >> config::kMinPageBits) + upper->dirty_pages);
     set_kind(upper, ChunkKind::kUnused);
     set_order(lower, lower->order + 1u);
     m = lower;
@@ -359,8 +359,8 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
   uint64_t now = os::now_ns();
   size_t size = size_t{1} << m->order;
   if (dirty_bytes > size) dirty_bytes = size;
-  m->dirty_pages =
-      static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kPageSize) / config::kPageSize);
+  m->dirty_pages = static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kMinPageSize) /
+                                         config::kMinPageSize);
   {
     LockGuard guard(g_lock);
     g_bytes_out.fetch_sub(size, std::memory_order_relaxed);

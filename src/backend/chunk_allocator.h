@@ -88,11 +88,12 @@ void split(ChunkMeta* m, unsigned order, Keep&& keep) {
     set_order(upper, m->order);
     set_kind(upper, ChunkKind::kUnused);
     size_t piece = dirty > half ? dirty - half : 0;
-    upper->dirty_pages = static_cast<uint32_t>((piece < half ? piece : half) >> config::kPageBits);
+    upper->dirty_pages =
+        static_cast<uint32_t>((piece < half ? piece : half) >> config::kMinPageBits);
     if (dirty > half) dirty = half;
     keep(upper);
   }
-  m->dirty_pages = static_cast<uint32_t>(dirty >> config::kPageBits);
+  m->dirty_pages = static_cast<uint32_t>(dirty >> config::kMinPageBits);
 }
 
 void note_split_piece();

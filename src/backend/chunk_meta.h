@@ -81,7 +81,7 @@ static_assert(sizeof(ChunkMeta) == 64);
 // Bytes of a large, dirty or cached chunk's leading pages that may be
 // resident (written since it was last purged).
 inline size_t dirty_extent(const ChunkMeta* m) {
-  return size_t{m->dirty_pages} << config::kPageBits;
+  return size_t{m->dirty_pages} << config::kMinPageBits;
 }
 
 // The backend reads a chunk's kind and order when it looks at the chunk's

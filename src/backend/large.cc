@@ -61,16 +61,16 @@ void account_huge(ptrdiff_t bytes, ptrdiff_t objects) {
 // The pages a user may have written since the last purge: a cached chunk
 // reused for a smaller object still holds the bigger one's bytes.
 void note_dirty(ChunkMeta* m, size_t usable) {
-  uint32_t pages = static_cast<uint32_t>(usable / config::kPageSize);
+  uint32_t pages = static_cast<uint32_t>(usable / config::kMinPageSize);
   if (pages > m->dirty_pages) m->dirty_pages = pages;
 }
 
 // The secure build's guard page after an object's usable bytes (none in
-// the default build).
-constexpr size_t kGuardBytes = config::kGuardLarge ? config::kPageSize : 0;
+// the default build): one of the OS's pages.
+size_t guard_bytes() { return guard_for(os::page_size()); }
 
 ChunkMeta* alloc_huge(size_t usable, size_t align) {
-  void* p = address_space::reserve_huge(usable + kGuardBytes,
+  void* p = address_space::reserve_huge(usable + guard_bytes(),
                                         align < config::kGranule ? config::kGranule : align);
   if (p == nullptr) return nullptr;
   ChunkMeta* m;
@@ -81,7 +81,7 @@ ChunkMeta* alloc_huge(size_t usable, size_t align) {
   }
   if (m == nullptr) m = static_cast<ChunkMeta*>(meta_arena::alloc(sizeof(ChunkMeta), 64));
   if (m == nullptr) {
-    address_space::release_huge(p, usable + kGuardBytes);
+    address_space::release_huge(p, usable + guard_bytes());
     return nullptr;
   }
   set_kind(m, ChunkKind::kHuge);
@@ -107,7 +107,7 @@ ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   // Beyond its dirty extent a backend chunk was never touched or was
   // purged; with MADV_FREE purging it may still hold old bytes.
   if (options::get(options::kPurgeZero) == 0)
-    m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kPageSize);
+    m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kMinPageSize);
   *dirty = dirty_extent(m);
   note_dirty(m, usable);
   set_kind(m, ChunkKind::kLarge);
@@ -161,8 +161,9 @@ void arm_guard(ChunkMeta* m, size_t size) {
 }  // namespace
 
 void* alloc(size_t size, size_t align, size_t* dirty) {
-  size_t usable = bits::align_up(size, config::kPageSize);
-  size_t span = usable + kGuardBytes > align ? usable + kGuardBytes : align;
+  const size_t page = os::page_size();
+  size_t usable = usable_for(size, page);
+  size_t span = span_for(usable, guard_for(page), align);
   ChunkMeta* m;
   if (span > address_space::huge_above()) {
     *dirty = 0;  // fresh from mmap
@@ -185,7 +186,7 @@ void free(ChunkMeta* m) {
     account_huge(-static_cast<ptrdiff_t>(usable), -1);
     // Should the OS refuse to unmap it, the range stays reserved: lost to
     // roost, but nothing else breaks.
-    address_space::release_huge(reinterpret_cast<void*>(m->base), usable + kGuardBytes);
+    address_space::release_huge(reinterpret_cast<void*>(m->base), usable + guard_bytes());
     if constexpr (config::kGuardLarge) guard_gone(m);
     LockGuard guard(g_lock);
     m->next = g_spare_huge_meta;
@@ -203,33 +204,35 @@ void free(ChunkMeta* m) {
 }
 
 bool resize_in_place(ChunkMeta* m, size_t new_size) {
-  size_t usable = bits::align_up(new_size, config::kPageSize);
+  const size_t page = os::page_size();
+  const size_t guard = guard_for(page);
+  size_t usable = usable_for(new_size, page);
   size_t old = m->large_size;
   // Where the guard page is (secure build), and whether it must move.
   bool move_guard = config::kGuardLarge && usable != old;
   if (m->kind == ChunkKind::kHuge) {
     if (usable > old || usable < old / 2) return false;
     // The old guard page goes with the tail.
-    if (usable < old && !address_space::shrink_huge(reinterpret_cast<void*>(m->base),
-                                                    old + kGuardBytes, usable + kGuardBytes))
+    if (usable < old &&
+        !address_space::shrink_huge(reinterpret_cast<void*>(m->base), old + guard, usable + guard))
       return false;
     if (move_guard) guard_gone(m);
     if (usable < old) huge_pages::fit_mapped(m->base, usable, true);
     account_huge(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0);
   } else {
-    size_t chunk = size_t{1} << m->order;
-    if (usable + kGuardBytes > chunk || usable * 4 <= chunk) return false;
+    if (!stays_in_chunk(usable, guard, size_t{1} << m->order)) return false;
     if (move_guard && m->guarded) {
       if (!large_guard::lift(m->base + old)) return false;
       guard_gone(m);
     }
     note_dirty(m, usable);
-    // A shrink by a megabyte or more gives the tail's pages back now.
-    // (Should the OS refuse, the tail keeps its bytes and stays dirty.)
+    // A shrink by a megabyte or more gives the tail's pages back now (from
+    // base + usable: page-aligned).  (Should the OS refuse, the tail keeps
+    // its bytes and stays dirty.)
     if (dirty_extent(m) >= usable + (size_t{1} << 20) &&
         os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
                   options::get(options::kPurgeZero) != 0))
-      m->dirty_pages = static_cast<uint32_t>(usable / config::kPageSize);
+      m->dirty_pages = static_cast<uint32_t>(usable / config::kMinPageSize);
     huge_pages::fit_large(m->base, usable);
   }
   m->large_size = usable;

@@ -17,9 +17,33 @@
 #include "backend/address_space.h"
 #include "backend/chunk_meta.h"
 #include "config.h"
+#include "ds/bits.h"
 #include "ds/sizeclass.h"
 
 namespace roost::large {
+
+// The arithmetic of a large object's pages, for the OS's page of `page`
+// bytes (os::page_size(): 4, 16 or 64 KiB; the unit tests try each).  Its
+// bytes are whole pages, and its chunk (or a huge object's mapping) starts
+// on a granule, so its end, where the secure build's guard page goes and
+// where an in-place shrink gives the tail back, is page-aligned as
+// mprotect, munmap and madvise require.
+constexpr size_t usable_for(size_t size, size_t page) { return bits::align_up(size, page); }
+// The guard page after those bytes: one page in the secure build, none in
+// the default build.
+constexpr size_t guard_for(size_t page) { return config::kGuardLarge ? page : 0; }
+// The address space an object of `usable` bytes followed by `guard` bytes
+// and aligned to `align` takes: both, or the alignment where that is more
+// (a chunk, or a huge object's mapping, is aligned to its size).
+constexpr size_t span_for(size_t usable, size_t guard, size_t align) {
+  return usable + guard > align ? usable + guard : align;
+}
+// Whether an object resized in place to `usable` bytes (and `guard`) stays
+// in its region chunk of `chunk` bytes: it fits, and uses more than a
+// quarter of the chunk.
+constexpr bool stays_in_chunk(size_t usable, size_t guard, size_t chunk) {
+  return usable + guard <= chunk && usable * 4 > chunk;
+}
 
 // An object of at least `size` bytes aligned to `align` (power of two).
 // *dirty: how many of its leading bytes may hold old data (the rest reads

@@ -16,11 +16,11 @@ inline uint8_t canary_byte(uintptr_t a, uint64_t key) {
 }  // namespace
 
 bool place(uintptr_t end) {
-  return os::make_inaccessible(reinterpret_cast<void*>(end), config::kPageSize);
+  return os::make_inaccessible(reinterpret_cast<void*>(end), os::page_size());
 }
 
 bool lift(uintptr_t end) {
-  return os::make_accessible(reinterpret_cast<void*>(end), config::kPageSize);
+  return os::make_accessible(reinterpret_cast<void*>(end), os::page_size());
 }
 
 void fill_slack(uintptr_t base, size_t size, size_t end, uint64_t key) {

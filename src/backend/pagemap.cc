@@ -14,7 +14,7 @@ namespace {
 
 constexpr size_t kEntryBytes = sizeof(std::atomic<uintptr_t>);
 constexpr size_t kSlotEntryBytes = (config::kRegion >> config::kGranuleBits) * kEntryBytes;
-static_assert(kSlotEntryBytes % config::kPageSize == 0);
+static_assert(kSlotEntryBytes % config::kMaxPageSize == 0);
 
 bool g_grows = false;
 size_t g_wanted = 0;

@@ -8,7 +8,8 @@
 // places its memory itself (backend/address_space.h, config::kPlaceInWindow)
 // the array sits at a random place from config::kPagemapBase and grows in
 // place as the window does, so it costs address space in proportion to roost's memory;
-// otherwise it covers the whole 47-bit address space from the start.
+// otherwise it covers the whole user address space (config::kAddressBits:
+// 47 bits on x86-64, 48 on AArch64) from the start.
 // Slabs map every granule; large objects map their first.  An entry holds
 // its record's address XOR the stray record's (g_stray), so an entry never
 // written, or cleared, reads as the stray record (ownerless, kind kUnused)
@@ -30,7 +31,8 @@ inline constexpr size_t kEntries = size_t{1} << (config::kAddressBits - config::
 // The table and its number of entries: zero entries until init() succeeded,
 // so a lookup before then (a stray free of a foreign pointer) says "not
 // ours" instead of faulting.  Two variables, not a struct, so the fast path
-// reaches each with one RIP-relative instruction.  Entries change while
+// reaches each PC-relative (one instruction on x86-64; adrp and a load on
+// AArch64).  Entries change while
 // other threads look them up: atomic, relaxed (a thread that finds an entry
 // reads the record's fields its owner published before handing the memory
 // out).  g_entries is set once, in init(); g_limit only grows, with a

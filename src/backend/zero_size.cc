@@ -41,7 +41,7 @@ ROOST_SLOW uintptr_t set_up() {
   if (base != 0 || g_refused.load(std::memory_order_relaxed)) return base;
   void* meta_mem = meta_arena::alloc(sizeof(ChunkMeta), alignof(ChunkMeta));
   void* bits_mem =
-      meta_mem == nullptr ? nullptr : os::reserve_aligned(kBitmapBytes, config::kPageSize);
+      meta_mem == nullptr ? nullptr : os::reserve_aligned(kBitmapBytes, config::kMinPageSize);
   void* p = bits_mem == nullptr ? nullptr : address_space::reserve_huge(kRange, config::kGranule);
   if (p == nullptr || !os::make_inaccessible(p, kRange)) {
     // What was had stays reserved (the metadata block with meta_arena):

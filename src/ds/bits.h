@@ -13,7 +13,7 @@
 #define ROOST_SLOW __attribute__((noinline, cold))
 #define ROOST_NOINLINE __attribute__((noinline))
 // For globals declared in headers: hidden, so the fast paths address them
-// directly (RIP-relative) rather than through the GOT.
+// directly (PC-relative) rather than through the GOT.
 #define ROOST_HIDDEN __attribute__((visibility("hidden")))
 
 namespace roost::bits {

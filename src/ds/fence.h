@@ -4,6 +4,12 @@
 //
 // Owns: that one fence.  Must never: be used on a fast path (it costs tens
 // of cycles), or stand in for acquire/release pairs.
+//
+// Why seq_cst: acquire and release order a thread's accesses around one
+// location's hand-over; they never stop a store from passing a later load
+// of another location (x86-64's store buffer does that; AArch64 more).
+// Only seq_cst fences on both sides give "one of the two sees the other"
+// (tests/unit/litmus_test.cc).
 #pragma once
 
 #include <atomic>

@@ -63,6 +63,8 @@ class MpscQueue {
 
   // Resets to empty (no producer or consumer may be running).
   void init() {
+    // Relaxed: whoever runs producers or a consumer next is ordered after
+    // this by its own start (thread creation, a lock).
     stub_.set_next(nullptr, std::memory_order_relaxed);
     front_.store(&stub_, std::memory_order_relaxed);
     back_.store(&stub_, std::memory_order_relaxed);
@@ -71,17 +73,23 @@ class MpscQueue {
   // Any thread: appends the chain first..last (already linked through
   // set_next(); last's link is overwritten).
   void enqueue(QueueNode* first, QueueNode* last) {
+    // Relaxed: published with the chain by the release below; the next
+    // producer's acquire orders its own store to this link after it.
     last->set_next(nullptr, std::memory_order_relaxed);
     // acq_rel: release publishes the chain (and the objects' contents) to
     // the consumer; acquire orders our store into `prev` after whoever
     // enqueued `prev` linked it.
     QueueNode* prev = back_.exchange(last, std::memory_order_acq_rel);
+    // release: the consumer's acquire on this link sees the chain, its
+    // objects' contents, and last's null link.
     prev->set_next(first, std::memory_order_release);
   }
 
   // Is there possibly something to dequeue?  Two loads; the consumer's
   // answer is exact up to producers mid-enqueue, anyone else's a hint.
   bool maybe_nonempty() const {
+    // Relaxed: a hint, ordering nothing (whoever acts on it dequeues, with
+    // acquire; the protocols that must not miss mail fence before it).
     const QueueNode* front = front_.load(std::memory_order_relaxed);
     return front != &stub_ || front->next(std::memory_order_relaxed) != nullptr;
   }
@@ -95,6 +103,9 @@ class MpscQueue {
   // are may stop there at one that is not a node.
   template <typename CheckLink>
   QueueNode* dequeue(CheckLink&& check_link) {
+    // front_: relaxed, the consumer's own (a new consumer is ordered after
+    // the last by the inbox hand-over's acquire); next: acquire, pairing
+    // with the producer's release of that link (the node's contents).
     QueueNode* front = front_.load(std::memory_order_relaxed);
     QueueNode* next = front->next(std::memory_order_acquire);
     if (front == &stub_) {
@@ -108,6 +119,9 @@ class MpscQueue {
       // `front` is the last linked node.  If no producer is past it, put
       // the stub behind it; otherwise wait for that producer's link (it
       // appears later: the consumer does not spin).
+      // acquire, more than it needs: only compared (a stale value means
+      // one more empty visit), and already ordered after front's enqueue
+      // by the acquire that found front.
       if (back_.load(std::memory_order_acquire) != front) return nullptr;
       enqueue(&stub_, &stub_);
       next = front->next(std::memory_order_acquire);
@@ -122,7 +136,7 @@ class MpscQueue {
   }
 
  private:
-  std::atomic<QueueNode*> front_;             // written by the consumer only
+  std::atomic<QueueNode*> front_;             // written by the consumer only (see dequeue)
   alignas(64) std::atomic<QueueNode*> back_;  // producers
   QueueNode stub_;
 };

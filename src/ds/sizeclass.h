@@ -85,7 +85,7 @@ inline constexpr InfoTable kInfo{};
 constexpr bool fits_slab_record() {
   for (unsigned i = 0; i < kCount; i++)
     if (kInfo.info[i].capacity > 0xffff ||
-        (size_t{1} << kInfo.info[i].slab_bits) >> config::kPageBits > 0xffff)
+        (size_t{1} << kInfo.info[i].slab_bits) >> config::kMinPageBits > 0xffff)
       return false;
   return true;
 }

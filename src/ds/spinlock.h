@@ -7,38 +7,34 @@
 
 #include <atomic>
 
+#include "platform/cpu.h"
 #include "platform/os.h"
 
 namespace roost {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
 
 class SpinLock {
  public:
   void lock() {
     for (;;) {
+      // acquire: what the last holder wrote before its release is seen.
       if (!flag_.exchange(true, std::memory_order_acquire)) return;
+      // relaxed: only a hint of when to try again (the exchange decides).
       for (int spins = 0; flag_.load(std::memory_order_relaxed); spins++) {
         if (spins < 64)
-          cpu_relax();
+          cpu::relax();
         else
           os::yield();
       }
     }
   }
-  bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }
+  bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }  // as lock()
+  // release: publishes everything written while holding it to the next holder.
   void unlock() { flag_.store(false, std::memory_order_release); }
   // After fork, for a lock taken by the prepare handler: the parent unlocks;
   // the child resets it (the thread that held it does not exist there).
   void unlock_after_fork(bool child) {
     if (child)
-      flag_.store(false, std::memory_order_relaxed);
+      flag_.store(false, std::memory_order_relaxed);  // relaxed: the child has one thread
     else
       unlock();
   }

@@ -16,6 +16,7 @@
 #include "frontend/offload.h"
 #include "frontend/service.h"
 #include "options.h"
+#include "platform/error.h"
 #include "platform/os.h"
 
 namespace roost::pool {
@@ -29,7 +30,7 @@ namespace {
 struct Entry {
   explicit Entry(uint32_t id) : allocator(id) {}
   Allocator allocator;
-  std::atomic<Entry*> next_all{nullptr};  // every entry ever made (read unlocked)
+  std::atomic<Entry*> next_all{nullptr};  // every entry ever made (read unlocked: see g_all)
   Entry* next_pooled = nullptr;           // pooled entries (under g_lock)
 };
 
@@ -39,11 +40,17 @@ __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
 SpinLock g_lock;  // guards the pooled list, appends to the list of all and g_created
 Entry* g_pooled = nullptr;
+// The newest entry, stored with release once it is made and linked, and
+// read with acquire: a reader sees every entry it reaches, made (each older
+// one published under g_lock before this one).  Entries are never freed.
 std::atomic<Entry*> g_all{nullptr};
 uint32_t g_created = 0;
 
 SpinLock g_init_lock;
+// Double-checked start-up: release once everything is set up, acquire to
+// find it so (relaxed under g_init_lock, which orders it).
 std::atomic<bool> g_ready{false};
+// Only who installs them: relaxed would do, acq_rel costs nothing here.
 std::atomic<bool> g_hooks_installed{false};
 
 Entry* acquire() {
@@ -61,6 +68,7 @@ Entry* acquire() {
   if (mem == nullptr) return nullptr;
   LockGuard guard(g_lock);
   auto* e = new (mem) Entry(g_created++);
+  // Relaxed: under g_lock, and published by the release below.
   e->next_all.store(g_all.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_all.store(e, std::memory_order_release);
   return e;
@@ -134,6 +142,22 @@ void postfork(bool child) {
 void postfork_parent() { postfork(false); }
 void postfork_child() { postfork(true); }
 
+// A kernel whose page size roost was not built for (config.h): said once,
+// and every allocation fails with ENOMEM.
+void report_unsupported_page() {
+  static std::atomic<bool> reported{false};  // relaxed: once, ordering nothing
+  if (reported.exchange(true, std::memory_order_relaxed)) return;
+  err::Line line;
+  line.str("roost: cannot start: the OS's page size is ")
+      .dec(os::page_size())
+      .str(" bytes; roost supports ")
+      .dec(config::kMinPageSize / 1024)
+      .str(" to ")
+      .dec(config::kMaxPageSize / 1024)
+      .str(" KiB pages: allocations fail with ENOMEM\n");
+  line.emit();
+}
+
 }  // namespace
 
 Allocator* bind() {
@@ -159,7 +183,10 @@ bool global_init() {
         freelist::set_key(os::entropy());
         queue_link::set_key(os::entropy());
       }
-      if (os::page_size() != config::kPageSize) return false;
+      if (!config::page_size_supported(os::page_size())) {
+        report_unsupported_page();
+        return false;
+      }
       if (!pagemap::init()) {
         address_space::report_cannot_start("the page map", pagemap::wanted_bytes());
         return false;

@@ -5,6 +5,7 @@
 #include "backend/pagemap.h"
 #include "frontend/slab.h"
 #include "platform/error.h"
+#include "platform/os.h"
 
 namespace roost::checks {
 
@@ -89,7 +90,7 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   unsigned sc = sizeclass::for_aligned(size, align);
   size_t expected =
       sc < sizeclass::kCount && large::serves_class(sc) ? sizeclass::to_size(sc) : size;
-  if (bits::align_up(expected, config::kPageSize) != m->large_size)
+  if (large::usable_for(expected, os::page_size()) != m->large_size)
     fault(where, kSizeMismatch, p, large::usable(m));
 }
 

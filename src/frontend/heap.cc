@@ -15,7 +15,7 @@ namespace roost::heap {
 namespace {
 
 // Frees by threads past their exit hook, which have no allocator to count
-// them in (any thread adds, atomically).
+// them in (any thread adds, atomically; relaxed: statistics).
 std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 
 [[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {

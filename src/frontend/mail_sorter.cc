@@ -33,14 +33,14 @@ constexpr uint32_t kMaxUsed = kSlots / 4 * 3;
 constexpr size_t kTableBytes = size_t{kSlots} * sizeof(Group);
 constexpr size_t kUsedBytes = size_t{kMaxUsed} * sizeof(uint32_t);
 constexpr size_t kScratchBytes = kTableBytes + kUsedBytes;
-static_assert(kScratchBytes % config::kPageSize == 0);
+static_assert(kScratchBytes % config::kMaxPageSize == 0);
 
 Group* g_table = nullptr;
 uint32_t* g_used = nullptr;
 
 bool reserve_scratch() {
   if (g_table != nullptr) return true;
-  void* p = os::reserve_aligned(kScratchBytes, config::kPageSize);
+  void* p = os::reserve_aligned(kScratchBytes, config::kMinPageSize);
   if (p == nullptr) return false;
   g_table = static_cast<Group*>(p);
   g_used = reinterpret_cast<uint32_t*>(static_cast<char*>(p) + kTableBytes);
@@ -57,6 +57,8 @@ uint32_t slot_of(const ChunkMeta* m) {
 
 Sorter::Sorter(const void* owner) : owner_(owner) {}
 
+// Links are relaxed here: the service holds the inbox (its release hands
+// them to the owner).
 void Sorter::to_rest(QueueNode* first, QueueNode* last) {
   last->set_next(nullptr, std::memory_order_relaxed);
   if (result_.rest_last == nullptr)

@@ -16,8 +16,11 @@ MessageCounters g_alone;
 // adds to these.
 MessageCounters g_collected;
 
+// Set once at start-up, before roost is ready (global_init's release), so
+// relaxed.
 std::atomic<void (*)()> g_mail_hook{nullptr};
-// Set by a post to a bound allocator; cleared by the service.
+// Set by a post to a bound allocator; cleared by the service.  Relaxed,
+// behind full fences on both sides (deliver(), take_live_mail_flag()).
 std::atomic<bool> g_live_mail{false};
 
 void call_mail_hook() {
@@ -48,14 +51,25 @@ void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
 }
 
 bool Messenger::take_live_mail_flag() {
-  return g_live_mail.load(std::memory_order_relaxed) &&
-         g_live_mail.exchange(false, std::memory_order_relaxed);
+  if (!g_live_mail.load(std::memory_order_relaxed) ||
+      !g_live_mail.exchange(false, std::memory_order_relaxed))
+    return false;
+  // A sender that found the flag still set did not call the service: its
+  // message must be seen by the look this take schedules.  The sender
+  // enqueued, fenced and read the flag; this side cleared it, fences, and
+  // looks later: store buffering, so a full fence on both sides
+  // (acquire/release would let the look miss the message, which then waits
+  // for its owner; tests/unit/litmus_test.cc).
+  full_fence();
+  return true;
 }
 
 bool Messenger::live_mail_flag() { return g_live_mail.load(std::memory_order_relaxed); }
 
 Messenger::Look Messenger::look_for_neglected_mail() {
   Look look;
+  // Relaxed: a hint (a stale answer costs one look; the inbox's flag
+  // decides who consumes).
   if (parked_.load(std::memory_order_relaxed)) return look;
   if (!hold_inbox(false)) {
     look.pending = true;  // its owner is receiving: see what it left later
@@ -84,11 +98,13 @@ void Messenger::sort_mail(Look* look) {
   // producer is mid-enqueue stays for the next look).
   while (QueueNode* node = next_batch()) sorter.add(node);
   mail_sorter::Result r = sorter.finish();
-  sorted_first_.store(r.rest_first, std::memory_order_relaxed);
+  sorted_first_.store(r.rest_first, std::memory_order_relaxed);  // the inbox is held
   // Some slabs did not fit: sort again at the next look, if this one found
   // any whole (else the table is full of slabs that are not).
   sort_again_ = r.overflowed && r.whole_slabs != 0;
   if (r.whole != nullptr) {
+    // release: the owner's acquire exchange sees the links written here
+    // and the purge done before (a failed try only reloads the head).
     ChunkMeta* head = whole_slabs_.load(std::memory_order_relaxed);
     do {
       mail_sorter::relink_last(r.whole_last, head);
@@ -140,7 +156,7 @@ void Messenger::post() {
     QueueNode* list = outbox_.take(home).head;
     unsigned next_shift = shift + config::kBucketBits;
     while (list != nullptr) {
-      QueueNode* next = list->next(std::memory_order_relaxed);
+      QueueNode* next = list->next(std::memory_order_relaxed);  // the outbox's own nodes
       file(owner_of(list), list, next_shift);
       list = next;
     }

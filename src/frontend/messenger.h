@@ -94,6 +94,7 @@ class Messenger {
   // loads, and a hint: a sort in progress holds the mail in none of these
   // places (a settle receives under the inbox instead).
   bool has_mail() const {
+    // Relaxed: a hint; receive() takes what is there with acquire.
     return inbox_.maybe_nonempty() || whole_slabs_.load(std::memory_order_relaxed) != nullptr ||
            sorted_first_.load(std::memory_order_relaxed) != nullptr;
   }
@@ -137,8 +138,11 @@ class Messenger {
   // it must not allocate), so that someone delivers it; so does the first
   // message posted to a bound one since take_live_mail_flag().
   void set_parked(bool parked) {
+    // Relaxed store, then a full fence that pairs with deliver()'s: store
+    // buffering, where acquire/release would let both sides miss each
+    // other (tests/unit/litmus_test.cc).
     parked_.store(parked, std::memory_order_relaxed);
-    full_fence();  // pairs with deliver()'s
+    full_fence();
   }
   static void set_mail_hook(void (*hook)());
 
@@ -175,17 +179,21 @@ class Messenger {
   // Takes the inbox's consumer side; false when another holds it and
   // `wait` is not set.
   bool hold_inbox(bool wait) {
+    // acquire: the last holder's front_, sorted batches and their links
+    // (all relaxed) are seen, as under a lock.
     while (inbox_held_.exchange(true, std::memory_order_acquire)) {
       if (!wait) return false;
       os::yield();
     }
     return true;
   }
+  // release: hands what this holder wrote to the next.
   void release_inbox() { inbox_held_.store(false, std::memory_order_release); }
   // look_for_neglected_mail()'s sort, the inbox held.
   void sort_mail(Look* look);
   // The next batch to receive, the inbox held: the sorted ones first.
   QueueNode* next_batch() {
+    // Relaxed, here and below: the inbox is held (hold_inbox's acquire).
     QueueNode* node = sorted_first_.load(std::memory_order_relaxed);
     if (node == nullptr) {
       return inbox_.dequeue([](const QueueNode* holder, const QueueNode* next) {
@@ -201,9 +209,13 @@ class Messenger {
   }
 
   MpscQueue inbox_;
-  std::atomic<bool> inbox_held_{false};
-  std::atomic<uint64_t> receives_{0};             // receives by the owner (it alone writes)
-  std::atomic<ChunkMeta*> whole_slabs_{nullptr};  // from the service (mail_sorter links)
+  std::atomic<bool> inbox_held_{false};  // the consumer's flag: acquire to take, release to give
+  // Receives by the owner (it alone writes, holding the inbox; the service
+  // reads it holding the inbox: relaxed).
+  std::atomic<uint64_t> receives_{0};
+  // From the service (mail_sorter links): pushed with release, taken with
+  // acquire.
+  std::atomic<ChunkMeta*> whole_slabs_{nullptr};
   // Batches the service sorted and did not find whole, linked through their
   // queue links (nullptr-terminated); changed only with the inbox held
   // (atomic for has_mail()).
@@ -212,7 +224,7 @@ class Messenger {
   uint64_t seen_receives_ = 0;
   bool seen_mail_ = false;   // unsorted mail (or a sort to finish)
   bool sort_again_ = false;  // its last sort ran out of table
-  std::atomic<bool> parked_{false};
+  std::atomic<bool> parked_{false};  // relaxed, behind full fences (set_parked, deliver)
   Outbox outbox_;
   RemoteCache remote_cache_;
   uint64_t outbox_limit_ = 0;  // ROOST_OUTBOX_BYTES
@@ -241,6 +253,8 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
   if (!hold_inbox(all)) return 0;
   receives_.store(receives_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   uint64_t restarted = 0;
+  // A relaxed look first (a hint); acquire pairs with the service's release
+  // push: the slabs' links, and their purge, before their records are read.
   if (ROOST_UNLIKELY(whole_slabs_.load(std::memory_order_relaxed) != nullptr)) {
     ChunkMeta* m = whole_slabs_.exchange(nullptr, std::memory_order_acquire);
     while (m != nullptr) {

@@ -8,7 +8,12 @@
 // and reads the shared one again only when that look says empty or full.
 // The thread owns alloc_head and free_tail; the service side (whoever
 // holds the offload lock: the service thread, or a thread trimming or
-// exiting) owns alloc_tail and free_head.
+// exiting) owns alloc_tail and free_head.  Orders: each side loads its own
+// index relaxed; it loads the other's with acquire (the producer's slot
+// writes, or the consumer's slot reads, come before); it stores its own with
+// release (its slot writes are seen, or its slot reads are done, before the
+// other side reuses the slot).  Under the offload lock both ends are the
+// holder's, and the lock orders them.
 #include "frontend/offload.h"
 
 #include <new>
@@ -50,7 +55,10 @@ struct Port {
   uint32_t alloc_seen[sizeclass::kCount];  // its last look at alloc_tail
   std::atomic<uint32_t> free_tail;
   uint32_t free_seen;             // its last look at free_head
-  std::atomic<uint64_t> active;   // classes it found empty once: the service fills them
+  // Classes it found empty once: the service fills them.  Relaxed: the
+  // thread calls service::want() after setting a bit, whose fence and the
+  // service's idle handshake make it seen.
+  std::atomic<uint64_t> active;
   uint64_t taken, given, missed;  // statistics (bump_counter)
   // The service's side.
   alignas(64) std::atomic<uint32_t> alloc_tail[sizeclass::kCount];
@@ -69,6 +77,9 @@ __thread bool t_holding __attribute__((tls_model("initial-exec"))) = false;
 Port* g_ports = nullptr;  // attached
 Port* g_spare = nullptr;  // detached, for reuse
 Allocator* g_service_alloc = nullptr;
+// Set (under g_lock) when a thread first gets a port; read unlocked, relaxed,
+// to skip the lock in programs without offload.  A thread's first call for
+// the service comes after it, through service::want()'s fence.
 std::atomic<bool> g_any_port{false};
 uint64_t g_retired_taken = 0, g_retired_given = 0, g_retired_missed = 0;
 
@@ -160,6 +171,7 @@ void empty_alloc_rings(Port* port, Allocator* s) {
   }
 }
 
+// Under the offload lock: counts only (acquire, as the passes read them).
 bool port_pending(const Port* port) {
   if (port->free_head.load(std::memory_order_relaxed) !=
       port->free_tail.load(std::memory_order_acquire))

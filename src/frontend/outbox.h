@@ -31,6 +31,7 @@ class Outbox {
   // Files `node` under bucket `b`.
   ROOST_INLINE void add(unsigned b, QueueNode* node) {
     Bucket& bucket = buckets_[b];
+    // Relaxed: the thread's own until posted (the enqueue's release).
     node->set_next(bucket.head, std::memory_order_relaxed);
     bucket.head = node;
     if (bucket.tail == nullptr) {

@@ -29,6 +29,9 @@ namespace {
 enum State : uint32_t { kOff, kStarting, kBusy, kIdle, kStopping, kStopped };
 
 // The futex word (os::wait_on takes a plain uint32_t*: the kernel reads it).
+// Its changes are CAS acq_rel and loads acquire where a thread acts on what
+// the changer did (start, stop); kIdle is entered and left behind a full
+// fence (sleep_until, want): the store-buffering handshake.
 std::atomic<uint32_t> g_state{kOff};
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 const uint32_t* state_word() { return reinterpret_cast<const uint32_t*>(&g_state); }
@@ -38,8 +41,9 @@ const uint32_t* state_word() { return reinterpret_cast<const uint32_t*>(&g_state
 // start half made).
 SpinLock g_work_lock;
 os::Thread g_thread;
-std::atomic<bool> g_fork_hooks{false};
+std::atomic<bool> g_fork_hooks{false};  // only who installs them (acq_rel costs nothing here)
 
+// Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
 std::atomic<uint64_t> g_bytes_purged{0};
 std::atomic<uint64_t> g_drained{0};
@@ -107,7 +111,7 @@ void sleep_until(uint64_t next) {
   }
   uint32_t busy = kBusy;
   if (!g_state.compare_exchange_strong(busy, kIdle, std::memory_order_acq_rel)) return;
-  full_fence();
+  full_fence();  // kIdle, then the look for work: pairs with want()'s fence
   bool pending = next == UINT64_MAX ? work_pending() : announced_work_pending();
   if (!pending) os::wait_on(state_word(), kIdle, timeout);
   uint32_t idle = kIdle;
@@ -115,6 +119,9 @@ void sleep_until(uint64_t next) {
 }
 
 void* run(void*) {
+  // Waits for start()'s store of kBusy, which would otherwise overwrite
+  // this thread's first change of state (acquire, though nothing start()
+  // wrote is read here; below it sees stop()'s kStopping).
   while (g_state.load(std::memory_order_acquire) == kStarting) os::yield();
   count(g_wakeups, 1);
   unsigned idle_passes = 0;
@@ -145,6 +152,7 @@ void postfork_parent() { g_work_lock.unlock_after_fork(false); }
 // The child has no service thread: it starts again when there is work.
 void postfork_child() {
   g_work_lock.unlock_after_fork(true);
+  // Relaxed: the child has one thread.
   uint32_t s = g_state.load(std::memory_order_relaxed);
   if (s == kBusy || s == kIdle) {
     g_state.store(kOff, std::memory_order_relaxed);
@@ -178,6 +186,8 @@ __attribute__((destructor)) void stop() {
 }  // namespace
 
 void want() {
+  // The caller made its work visible; the fence orders that before the
+  // state's load (relaxed behind it): store buffering with sleep_until().
   full_fence();
   uint32_t s = g_state.load(std::memory_order_relaxed);
   if (s == kIdle) {
@@ -215,7 +225,7 @@ void install() {
 }
 
 Counters counters() {
-  uint32_t s = g_state.load(std::memory_order_relaxed);
+  uint32_t s = g_state.load(std::memory_order_relaxed);  // relaxed: statistics
   return {g_wakeups.load(std::memory_order_relaxed), g_bytes_purged.load(std::memory_order_relaxed),
           g_drained.load(std::memory_order_relaxed),
           g_bytes_collected.load(std::memory_order_relaxed), s == kBusy || s == kIdle};

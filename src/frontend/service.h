@@ -33,6 +33,8 @@ void want();
 
 // A point where the calling thread holds no lock of roost's and no
 // allocator is mid-operation: starts the service if it was asked for.
+// Relaxed: a hint read at safe points (start() decides under g_state); a
+// stale false only defers the start to a later one.
 extern std::atomic<bool> g_start_wanted ROOST_HIDDEN;
 ROOST_SLOW void start();
 ROOST_INLINE void at_safe_point() {

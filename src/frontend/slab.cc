@@ -8,7 +8,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
   // The chunk's dirty extent (read before `carved` overlays it) is what a
   // carve can use without touching fresh pages.
   uint32_t resident = m->dirty_pages;
-  uint32_t pages = static_cast<uint32_t>(sizeclass::slab_size(sc) >> config::kPageBits);
+  uint32_t pages = static_cast<uint32_t>(sizeclass::slab_size(sc) >> config::kMinPageBits);
   m->owner = const_cast<void*>(owner);
   m->free_head = nullptr;
   m->sizeclass = static_cast<uint8_t>(sc);

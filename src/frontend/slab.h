@@ -152,7 +152,7 @@ inline uint32_t carve_count(const ChunkMeta* m) {
 // Would the next carve of `m` reach pages never touched (or purged)?
 inline bool carve_touches_fresh(const ChunkMeta* m) {
   size_t end = size_t{m->carved + carve_count(m)} * m->obj_size;
-  return end > size_t{m->touched_pages} << config::kPageBits;
+  return end > size_t{m->touched_pages} << config::kMinPageBits;
 }
 
 inline bool fully_carved(const ChunkMeta* m) {
@@ -174,8 +174,9 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
   }
   m->carved = static_cast<uint16_t>(m->carved + count);
   m->needed += static_cast<int32_t>(count);
-  uint32_t end = static_cast<uint32_t>(
-      bits::align_up(size_t{m->carved} * m->obj_size, config::kPageSize) >> config::kPageBits);
+  uint32_t end =
+      static_cast<uint32_t>(bits::align_up(size_t{m->carved} * m->obj_size, config::kMinPageSize) >>
+                            config::kMinPageBits);
   if (end > m->touched_pages) m->touched_pages = static_cast<uint16_t>(end);
   return list;
 }

@@ -30,6 +30,8 @@ struct FaultPlan {
   std::atomic<long> injected{0};
 };
 FaultPlan g_faults[4];
+// A page size page_size() reports instead of the kernel's (0: none).
+std::atomic<size_t> g_page_size_override{0};
 
 // True when this call of `kind` is one the test asked to fail.
 bool injected(FaultKind kind) {
@@ -56,6 +58,18 @@ void* map(void* hint, size_t size, int extra_flags) {
   return mmap(hint, size, kProt, kFlags | extra_flags, -1, 0);
 }
 
+// Linux refuses (EINVAL) munmap, mprotect and madvise of a range that does
+// not start on a page, and MAP_FIXED_NOREPLACE at such an address, and
+// rounds a range's length up to whole pages.  roost does both before the
+// call too, so that under an emulator that reports a bigger page than it
+// enforces a range is treated as a kernel with that page treats it
+// (qemu-user's -p 65536 reports 64 KiB pages, takes 4 KiB-aligned ranges,
+// and ignores an MADV_DONTNEED whose end is not on its page while
+// reporting success), and the emulated tests see what such a kernel does.
+bool page_aligned(uintptr_t a) { return (a & (page_size() - 1)) == 0; }
+bool page_aligned(const void* p) { return page_aligned(reinterpret_cast<uintptr_t>(p)); }
+size_t whole_pages(size_t size) { return (size + page_size() - 1) & ~(page_size() - 1); }
+
 }  // namespace
 
 void* reserve_aligned(size_t size, size_t align) {
@@ -77,6 +91,7 @@ void* reserve_aligned(size_t size, size_t align) {
 }
 
 Placement reserve_at(uintptr_t addr, size_t size) {
+  if (!page_aligned(addr)) return Placement::kRefused;
   void* want = reinterpret_cast<void*>(addr);
   int saved = errno;
   void* p = map(want, size, MAP_FIXED_NOREPLACE);
@@ -92,23 +107,23 @@ Placement reserve_at(uintptr_t addr, size_t size) {
 }
 
 bool release(void* p, size_t size) {
-  if (injected(FaultKind::kUnmap)) return false;
-  return munmap(p, size) == 0;
+  if (injected(FaultKind::kUnmap) || !page_aligned(p)) return false;
+  return munmap(p, whole_pages(size)) == 0;
 }
 
 bool make_inaccessible(void* p, size_t size) {
-  if (injected(FaultKind::kProtect)) return false;
-  return mprotect(p, size, PROT_NONE) == 0;
+  if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
+  return mprotect(p, whole_pages(size), PROT_NONE) == 0;
 }
 
 bool make_accessible(void* p, size_t size) {
-  if (injected(FaultKind::kProtect)) return false;
-  return mprotect(p, size, kProt) == 0;
+  if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
+  return mprotect(p, whole_pages(size), kProt) == 0;
 }
 
 bool purge(void* p, size_t size, bool zero) {
-  if (injected(FaultKind::kPurge)) return false;
-  return madvise(p, size, zero ? MADV_DONTNEED : MADV_FREE) == 0;
+  if (injected(FaultKind::kPurge) || !page_aligned(p)) return false;
+  return madvise(p, whole_pages(size), zero ? MADV_DONTNEED : MADV_FREE) == 0;
 }
 
 namespace {
@@ -130,8 +145,18 @@ size_t read_start(const char* path, char* buf, size_t size) {
 bool huge_pages_on_advice() {
   // "always [madvise] never": the mode in force is the one in brackets.
   char buf[128];
-  return read_start("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0 &&
-         strstr(buf, "[madvise]") != nullptr;
+  if (read_start("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) == 0 ||
+      strstr(buf, "[madvise]") == nullptr)
+    return false;
+  // The huge page's size in bytes: 2 MiB with 4 KiB pages; an AArch64
+  // kernel with 16 or 64 KiB pages has 32 or 512 MiB ones.  Where an older
+  // kernel does not say, its page size tells.
+  if (read_start("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof(buf)) == 0)
+    return page_size() == 4096;
+  size_t bytes = 0;
+  for (size_t i = 0; buf[i] >= '0' && buf[i] <= '9'; i++)
+    bytes = bytes * 10 + static_cast<size_t>(buf[i] - '0');
+  return bytes == size_t{2} << 20;
 }
 
 bool advise_huge_pages(void* p, size_t size, bool on) {
@@ -163,9 +188,20 @@ uint64_t entropy() {
 }
 
 size_t page_size() {
-  static size_t cached = 0;
-  if (cached == 0) cached = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return cached;
+#if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
+  if (size_t page = g_page_size_override.load(std::memory_order_relaxed)) return page;
+#endif
+  // Read once (any thread may be first: the same value either way).  The
+  // kernel passes its page size to every process (AT_PAGESZ), which is
+  // what sysconf(_SC_PAGESIZE) returns.
+  static std::atomic<size_t> cached{0};
+  size_t page = cached.load(std::memory_order_relaxed);
+  if (page == 0) {
+    page = static_cast<size_t>(getauxval(AT_PAGESZ));
+    if (page == 0) page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    cached.store(page, std::memory_order_relaxed);
+  }
+  return page;
 }
 
 namespace {
@@ -310,5 +346,8 @@ extern "C" void roost_test_inject_faults(int kind, long first, long count) {
 }
 extern "C" long roost_test_injected_faults(int kind) {
   return roost::os::g_faults[kind].injected.load(std::memory_order_relaxed);
+}
+extern "C" void roost_test_set_page_size(size_t bytes) {
+  roost::os::g_page_size_override.store(bytes, std::memory_order_relaxed);
 }
 #endif

@@ -29,6 +29,10 @@ enum class Placement {
 // address, never over an existing mapping.
 Placement reserve_at(uintptr_t addr, size_t size);
 
+// The calls below take a range that starts on a page (os::page_size()) and
+// act on every page it touches, as the kernel does (its length is rounded
+// up to whole pages); a range that starts elsewhere is refused.
+
 // Returns address space reserved above to the OS; false if it refused (the
 // range stays reserved).
 bool release(void* p, size_t size);
@@ -45,9 +49,11 @@ bool make_accessible(void* p, size_t size);
 // the OS refused: the pages keep their contents.
 bool purge(void* p, size_t size, bool zero);
 
-// Whether the kernel gives transparent huge pages (2 MiB) to the ranges a
-// process asks for them (THP mode `madvise`), and only to those.  Reads
-// /sys once per call (slow: call it once).
+// Whether the kernel gives transparent huge pages of 2 MiB
+// (config::kHugePageBits) to the ranges a process asks for them (THP mode
+// `madvise`), and only to those; false where its huge pages are of another
+// size (AArch64 kernels with 16 or 64 KiB pages).  Reads /sys once per
+// call (slow: call it once).
 bool huge_pages_on_advice();
 // Asks for transparent huge pages on [p, p+size) (2 MiB-aligned, reserved
 // above) when `on`, or that it have none; pages already mapped stay as they
@@ -61,6 +67,8 @@ size_t address_space_limit();
 // unknown.  Reads /proc (slow: diagnostics only).
 size_t address_space_used();
 
+// The OS's page size in bytes, read from the kernel once: 4 KiB on x86-64;
+// 4, 16 or 64 KiB on AArch64 (config.h says where roost uses it).
 size_t page_size();
 
 // 64 random bits from the kernel (getrandom, else the bytes the kernel gave
@@ -127,4 +135,7 @@ enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3 };
 extern "C" void roost_test_inject_faults(int kind, long first, long count);
 // Calls of `kind` that failed by injection so far.
 extern "C" long roost_test_injected_faults(int kind);
+// From now on os::page_size() says `bytes` (a kernel with pages roost does
+// not support: tests of the refusal to start); 0 goes back to the kernel's.
+extern "C" void roost_test_set_page_size(size_t bytes);
 #endif

@@ -316,8 +316,8 @@ TEST(ChunkAllocator, SplitSharesTheDirtyExtentOut) {
     uint32_t want = offset == (size_t{64} << 10) ? 16u : offset == (size_t{128} << 10) ? 16u : 0u;
     EXPECT_EQ(p->dirty_pages, want) << "piece at +" << (offset >> 10) << " KiB";
   }
-  for (ChunkMeta* p : pieces) chunks::release(p, size_t{p->dirty_pages} << config::kPageBits);
-  chunks::release(m, size_t{m->dirty_pages} << config::kPageBits);
+  for (ChunkMeta* p : pieces) chunks::release(p, size_t{p->dirty_pages} << config::kMinPageBits);
+  chunks::release(m, size_t{m->dirty_pages} << config::kMinPageBits);
   chunks::purge_all();
 }
 
@@ -336,7 +336,7 @@ TEST(ChunkAllocator, AllocDirtyTakesOnlyReleasedChunksWithinTheOrderBound) {
   ASSERT_NE(piece, nullptr);
   EXPECT_EQ(piece->order, 16u);
   EXPECT_EQ(piece->base, big_base);
-  EXPECT_EQ(piece->dirty_pages, (size_t{1} << 16) >> config::kPageBits);
+  EXPECT_EQ(piece->dirty_pages, (size_t{1} << 16) >> config::kMinPageBits);
   EXPECT_EQ(chunks::dirty_bytes(), (size_t{1} << 20) - (size_t{1} << 16));
   chunks::release(piece, size_t{1} << 16);
   chunks::purge_all();

@@ -46,7 +46,7 @@ void start_clean() {
 // Writes the first `pages` pages of `m`, as a slab would have, and records
 // them as its dirty extent.
 void dirty(ChunkMeta* m, uint32_t pages) {
-  std::memset(reinterpret_cast<void*>(m->base), 0x5a, size_t{pages} << config::kPageBits);
+  std::memset(reinterpret_cast<void*>(m->base), 0x5a, size_t{pages} << config::kMinPageBits);
   m->dirty_pages = pages;
 }
 
@@ -155,7 +155,7 @@ TEST(ChunkCache, TheReserveBoundsResidentBytesKeptSparesIncluded) {
   size_t dirty_before = chunks::dirty_bytes();
   dirty(b, 1);
   cache.keep(b);
-  EXPECT_EQ(chunks::dirty_bytes() - dirty_before, size_t{1} << config::kPageBits);
+  EXPECT_EQ(chunks::dirty_bytes() - dirty_before, size_t{1} << config::kMinPageBits);
   EXPECT_FALSE(cache.try_charge(1));
   // An untouched chunk costs nothing resident: kept whatever the reserve.
   cache.keep(c);

@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "config.h"
+#include "platform/os.h"
 
 using namespace roost;
 
 namespace {
 
-constexpr size_t kPage = config::kPageSize;
+// The OS's page: the guard is one of them (4, 16 or 64 KiB).
+const size_t kPage = os::page_size();
 constexpr uint64_t kKey = 0x9e3779b97f4a7c15ull;
 
 // Page-aligned memory of `pages` pages, every byte 0xaa.

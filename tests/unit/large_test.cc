@@ -22,6 +22,7 @@
 #include "backend/pagemap.h"
 #include "config.h"
 #include "options.h"
+#include "platform/os.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -35,6 +36,10 @@ constexpr size_t kGiB = size_t{1} << 30;
 
 // An hour: nothing released during a test is purged behind its back.
 constexpr uint64_t kNoPurgeMs = 3600 * 1000;
+
+// The OS's page (4, 16 or 64 KiB): large objects are whole ones.
+const size_t kPage = os::page_size();
+size_t pages_of(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 
 // Purging with MADV_DONTNEED (the default) throughout: purged pages read as
 // zero, which the dirty reports below rely on.
@@ -53,7 +58,8 @@ class Large : public ::testing::Test {
     EXPECT_NE(m, nullptr) << "not in the pagemap";
     if (m != nullptr) {
       EXPECT_EQ(m->base, reinterpret_cast<uintptr_t>(p));
-      EXPECT_EQ(large::usable(m), (size + config::kPageSize - 1) & ~(config::kPageSize - 1));
+      // Whole pages of the OS's size.
+      EXPECT_EQ(large::usable(m), pages_of(size));
     }
     return p;
   }
@@ -136,21 +142,21 @@ TEST_F(Large, FreedMemoryIsReusedBeforeItIsPurged) {
   // The same size: the same memory, all of it reported.
   void* q = alloc(300 * kKiB, 4096, &dirty);
   ASSERT_EQ(q, p);
-  EXPECT_EQ(dirty, 300 * kKiB);
+  EXPECT_EQ(dirty, pages_of(300 * kKiB));
   EXPECT_TRUE(all_bytes(q, 300 * kKiB, 0x5a)) << "purged although the delay had not passed";
   free(q);
   // A bigger object in the same 512 KiB chunk: the first 300 KiB may hold
   // old bytes (and do), the rest reads as zero.
   void* r = alloc(400 * kKiB, 4096, &dirty);
   ASSERT_EQ(r, p);
-  EXPECT_EQ(dirty, 300 * kKiB);
+  EXPECT_EQ(dirty, pages_of(300 * kKiB));
   EXPECT_TRUE(all_bytes(r, 300 * kKiB, 0x5a));
   EXPECT_TRUE(all_bytes(static_cast<char*>(r) + 300 * kKiB, 100 * kKiB, 0));
   free(r);
   // A smaller one: the bigger one's extent is reported, beyond its size.
   void* s = alloc(260 * kKiB, 4096, &dirty);
   ASSERT_EQ(s, p);
-  EXPECT_EQ(dirty, 400 * kKiB);
+  EXPECT_EQ(dirty, pages_of(400 * kKiB));
   free(s);
   // Once purged, nothing is dirty and the memory reads as zero.
   chunks::purge_all();
@@ -174,9 +180,9 @@ TEST_F(Large, ResizeInPlaceStaysWithinTheChunkAndAboveAQuarterOfIt) {
   EXPECT_FALSE(large::resize_in_place(m, 4 * kMiB + 1));
   EXPECT_EQ(large::usable(m), 4 * kMiB);
   EXPECT_TRUE(large::resize_in_place(m, kMiB + 1));
-  EXPECT_EQ(large::usable(m), kMiB + 4096);       // page-granular
+  EXPECT_EQ(large::usable(m), kMiB + kPage);      // page-granular
   EXPECT_FALSE(large::resize_in_place(m, kMiB));  // a quarter: too small
-  EXPECT_EQ(large::usable(m), kMiB + 4096);
+  EXPECT_EQ(large::usable(m), kMiB + kPage);
   EXPECT_TRUE(large::resize_in_place(m, 3 * kMiB - 100));
   EXPECT_EQ(large::usable(m), 3 * kMiB);
   EXPECT_EQ(meta(p), m);
@@ -214,15 +220,17 @@ TEST_F(Large, CountersFollowAllocationsResizesAndFrees) {
   large::Counters during = large::counters();
   EXPECT_EQ(during.allocations, before.allocations + 2);
   EXPECT_EQ(during.frees, before.frees);
-  EXPECT_EQ(during.bytes_in_use, before.bytes_in_use + 300 * kKiB + 2 * kMiB + 4096);
+  EXPECT_EQ(during.bytes_in_use, before.bytes_in_use + pages_of(300 * kKiB) + 2 * kMiB + kPage);
   ASSERT_TRUE(large::resize_in_place(meta(a), 500 * kKiB));
-  EXPECT_EQ(large::counters().bytes_in_use, during.bytes_in_use + 200 * kKiB);
+  EXPECT_EQ(large::counters().bytes_in_use,
+            during.bytes_in_use + pages_of(500 * kKiB) - pages_of(300 * kKiB));
   ASSERT_FALSE(large::resize_in_place(meta(a), 600 * kKiB));  // refused: no change
-  EXPECT_EQ(large::counters().bytes_in_use, during.bytes_in_use + 200 * kKiB);
+  EXPECT_EQ(large::counters().bytes_in_use,
+            during.bytes_in_use + pages_of(500 * kKiB) - pages_of(300 * kKiB));
   free(a);
   large::Counters after_one = large::counters();
   EXPECT_EQ(after_one.frees, before.frees + 1);
-  EXPECT_EQ(after_one.bytes_in_use, before.bytes_in_use + 2 * kMiB + 4096);
+  EXPECT_EQ(after_one.bytes_in_use, before.bytes_in_use + 2 * kMiB + kPage);
   free(b);
   large::Counters after = large::counters();
   EXPECT_EQ(after.allocations, before.allocations + 2);
@@ -261,7 +269,7 @@ TEST_F(Large, ObjectsBeyondARegionAreMappedAlone) {
   EXPECT_EQ(c[size - 1], 0);
   c[0] = c[size - 1] = 1;
   free(p);
-  EXPECT_EQ(resident_pages(p, 4096), -1) << "still mapped after free";
+  EXPECT_EQ(resident_pages(p, kPage), -1) << "still mapped after free";
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(large::counters().frees, before.frees + 1);
   EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes);
@@ -286,24 +294,24 @@ TEST_F(Large, HugeObjectsOnlyShrinkInPlaceAndUnmapTheTail) {
   ASSERT_EQ(m->kind, ChunkKind::kHuge);
   large::Counters before = large::counters();
   EXPECT_FALSE(large::resize_in_place(m, size + 1));
-  EXPECT_FALSE(large::resize_in_place(m, size / 2 - 4096));  // below half
+  EXPECT_FALSE(large::resize_in_place(m, size / 2 - kPage));  // below half
   EXPECT_EQ(large::usable(m), size);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(resident_pages(p, size), 0) << "refused resizes changed the mapping";
   EXPECT_TRUE(large::resize_in_place(m, kGiB + 1));
-  EXPECT_EQ(large::usable(m), kGiB + 4096);
-  EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - (size - kGiB - 4096));
-  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes - (size - kGiB - 4096));
+  EXPECT_EQ(large::usable(m), kGiB + kPage);
+  EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - (size - kGiB - kPage));
+  EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes - (size - kGiB - kPage));
   char* c = static_cast<char*>(p);
-  EXPECT_EQ(resident_pages(c, kGiB + 4096), 0) << "the object itself was unmapped";
-  EXPECT_EQ(resident_pages(c + kGiB + 4096, 4096), -1) << "the tail is still mapped";
-  EXPECT_EQ(resident_pages(c + size - 4096, 4096), -1) << "the tail is still mapped";
+  EXPECT_EQ(resident_pages(c, kGiB + kPage), 0) << "the object itself was unmapped";
+  EXPECT_EQ(resident_pages(c + kGiB + kPage, kPage), -1) << "the tail is still mapped";
+  EXPECT_EQ(resident_pages(c + size - kPage, kPage), -1) << "the tail is still mapped";
   EXPECT_TRUE(large::resize_in_place(m, kGiB));
-  EXPECT_FALSE(large::resize_in_place(m, kGiB / 2 - 4096));  // below half
+  EXPECT_FALSE(large::resize_in_place(m, kGiB / 2 - kPage));  // below half
   EXPECT_EQ(large::usable(m), kGiB);
   EXPECT_TRUE(large::resize_in_place(m, kGiB / 2));  // exactly half
   EXPECT_EQ(large::usable(m), kGiB / 2);
-  EXPECT_EQ(resident_pages(c + kGiB / 2, 4096), -1) << "the tail is still mapped";
+  EXPECT_EQ(resident_pages(c + kGiB / 2, kPage), -1) << "the tail is still mapped";
   c[kGiB / 2 - 1] = 1;
   free(p);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - size);

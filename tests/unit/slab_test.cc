@@ -101,7 +101,7 @@ TEST(Slab, CarvingHandsOutTheTailInAddressOrderAndTracksTouchedPages) {
   EXPECT_EQ(got.back(), &sentinel);  // carved onto the list it was given
   for (uint32_t i = 0; i < count; i++) EXPECT_EQ(got[i], s.object(i));
   EXPECT_EQ(s.m->carved, count);
-  EXPECT_EQ(s.m->touched_pages, (count * 48 + config::kPageSize - 1) / config::kPageSize);
+  EXPECT_EQ(s.m->touched_pages, (count * 48 + config::kMinPageSize - 1) / config::kMinPageSize);
   // Every carved object is out, counted above the active slab's hold.
   EXPECT_EQ(s.m->needed, slab::kActiveHold + static_cast<int32_t>(count));
   // Carving to the end.

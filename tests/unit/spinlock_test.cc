@@ -134,7 +134,7 @@ TEST(SpinLock, CountsExactlyUnderTheLockWithMoreThreadsThanCores) {
           // Read, pause, write: a lost update needs only one thread to get
           // in between, which the pause makes likely if the lock lets it.
           uint64_t v = counter;
-          cpu_relax();
+          cpu::relax();
           counter = v + 1;
           inside.fetch_sub(1, std::memory_order_relaxed);
         };
