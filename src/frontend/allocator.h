@@ -7,6 +7,8 @@
 //   SizeClassSlabs  per class: the slabs the fast list is fed from
 //   Messenger       frees of other allocators' objects out, its own back in
 //   ChunkCache      empty chunks kept for new slabs, within the reserve
+//   Sampler         with the heap profiler on: where each class's next
+//                   sample falls, and objects held back from its fast list
 // The fast paths (an object off a class's fast list; an object back into a
 // slab this allocator owns; another allocator's object into the BatchIt
 // cache) are inline here; refilling a class and the other slow paths,
@@ -30,6 +32,7 @@
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
+#include "frontend/sampler.h"
 #include "frontend/size_class_slabs.h"
 #include "frontend/slab.h"
 
@@ -88,7 +91,8 @@ class Allocator {
   ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
-  // refill(), or the placeholder's stand-in.  (The slot comes first: the
+  // refill() (through the sampler with the heap profiler on), or the
+  // placeholder's stand-in.  (The slot comes first: the
   // fast path has its address in the first argument's register already;
   // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
@@ -187,6 +191,21 @@ class Allocator {
   uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 
  private:
+  // refill_at() for a bound allocator: full offload's ring first.
+  ROOST_INLINE void* refill_unsampled(unsigned sc) {
+    if (ROOST_UNLIKELY(port_ != nullptr)) {
+      if (void* p = offload::take(port_, sc)) {
+        checks::parked_intact(sc, p);
+        count_event(counters_.allocs[sc]);
+        return p;
+      }
+    }
+    return refill(sc);
+  }
+  // refill_at() with the heap profiler on: the object at the class's sample
+  // point is sampled (frontend/profile.h); the fast list gets no more objects
+  // than fit before the next point.  `caller`: refill_at()'s return address.
+  ROOST_NOINLINE void* refill_sampled(unsigned sc, const void* caller);
   ROOST_INLINE void* refill_from_slabs(unsigned sc) {
     // The common case: the class's active slab got objects back.
     if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))
@@ -224,6 +243,7 @@ class Allocator {
   ChunkCache chunks_;
   StandIn stand_in_;
   offload::Port* port_ = nullptr;
+  Sampler sampler_;
 
   friend class Messenger;  // Messenger::owner_of, below
 };
