@@ -1,8 +1,8 @@
 // tools/roost_run.cc — roost-run, the launcher: runs a program with roost
 // preloaded and its options set.
 //
-//   roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...
-//             [--] program [args...]
+//   roost-run [--secure] [--stats[=json]] [--profile[=path]] [--verbose]
+//             [--option NAME=VALUE]... [--] program [args...]
 //
 // Owns: finding the library (next to the launcher in a build tree, or in
 // the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
@@ -69,8 +69,8 @@ void print_wrapped(FILE* to, const char* text, int indent, int width) {
 
 void usage(FILE* to) {
   fprintf(to,
-          "usage: roost-run [--secure] [--stats[=json]] [--verbose] [--option NAME=VALUE]...\n"
-          "                 [--] program [args...]\n"
+          "usage: roost-run [--secure] [--stats[=json]] [--profile[=path]] [--verbose]\n"
+          "                 [--option NAME=VALUE]... [--] program [args...]\n"
           "       roost-run --help | --version\n"
           "\n"
           "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
@@ -78,6 +78,8 @@ void usage(FILE* to) {
           "  --secure             preload the hardened library, libroost-secure\n"
           "  --stats              print roost's counters to stderr at exit (ROOST_STATS=1)\n"
           "  --stats=json         the same as one JSON object (ROOST_STATS=json)\n"
+          "  --profile[=path]     write a heap profile at exit (ROOST_PROFILE=1) to path\n"
+          "                       (ROOST_PROFILE_FILE; default roost.%%p.heap, %%p: the pid)\n"
           "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
           "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
           "\n"
@@ -168,6 +170,9 @@ int main(int argc, char** argv) {
       set_variable("ROOST_STATS", "json");
     } else if (arg == "--verbose") {
       set_variable("ROOST_VERBOSE", "1");
+    } else if (arg == "--profile" || arg.rfind("--profile=", 0) == 0) {
+      set_variable("ROOST_PROFILE", "1");
+      if (arg != "--profile") set_variable("ROOST_PROFILE_FILE", arg.substr(strlen("--profile=")));
     } else if (arg == "--option" || arg.rfind("--option=", 0) == 0) {
       std::string setting;
       if (arg == "--option") {
