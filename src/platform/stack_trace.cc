@@ -8,6 +8,8 @@
 #include <link.h>
 #include <unistd.h>
 
+#include "platform/unwind.h"
+
 namespace roost::stack_trace {
 
 namespace {
@@ -73,13 +75,17 @@ int find_place(dl_phdr_info* info, size_t, void* data) {
 
 size_t capture(uintptr_t* pcs, size_t max) {
   static_assert(sizeof(uintptr_t) == sizeof(void*));
+  // The fast walk where it is built and the frames are ordinary ones...
+  long fast = unwind::capture(pcs, max);
+  if (fast >= 0) return static_cast<size_t>(fast);
+  // ...else libgcc's, which reads every kind of frame.
   int n = backtrace(reinterpret_cast<void**>(pcs), static_cast<int>(max));
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
 void prime() {
-  uintptr_t pcs[4];
-  capture(pcs, 4);  // loads libgcc_s's unwinder now
+  void* pcs[4];
+  backtrace(pcs, 4);  // loads libgcc_s's unwinder (the slow walk) now
   ssize_t n = readlink("/proc/self/exe", g_program, sizeof(g_program) - 1);
   g_program[n > 0 ? n : 0] = '\0';
   dl_iterate_phdr(find_own, reinterpret_cast<void*>(&prime));

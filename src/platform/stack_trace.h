@@ -1,9 +1,10 @@
 // platform/stack_trace.h — the calling thread's call stack, and which of the
 // process's objects code lies in.
 //
-// Owns: capturing return addresses from the unwind tables (glibc's
-// backtrace(), which walks them with libgcc's unwinder, so programs built
-// without frame pointers give whole stacks), roost's own code ranges, and
+// Owns: capturing return addresses from the unwind tables (so programs
+// built without frame pointers give whole stacks: platform/unwind.h's
+// cached walk, else glibc's backtrace(), which walks them with libgcc's
+// unwinder), roost's own code ranges, and
 // naming an address for a report (its object's path and the address in
 // that object's file, and an exported symbol when there is one).
 // Must never: be called on a path that holds one of roost's locks, or
