@@ -19,14 +19,19 @@ namespace roost {
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
-  if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
-  if (ROOST_UNLIKELY(profile::on())) return a->refill_sampled(sc, __builtin_return_address(0));
+  if (ROOST_UNLIKELY(a->stand_in_ != nullptr))
+    return a->stand_in_(a, sc, __builtin_return_address(0));
   return a->refill_unsampled(sc);
 }
 
-void* Allocator::refill_sampled(unsigned sc, const void* caller) {
-  // A thread inside the profiler (the unwinder allocating) samples nothing.
-  if (!profile::may_sample()) return refill_unsampled(sc);
+void* Allocator::sampling_stand_in(Allocator* a, unsigned sc, const void* caller) {
+  return a->refill_sampled(sc, caller);
+}
+
+inline void* Allocator::refill_sampled(unsigned sc, const void* caller) {
+  // Not yet sampling (start-up), or a thread inside the profiler (the
+  // unwinder allocating) that samples nothing.
+  if (!profile::on() || !profile::may_sample()) return refill_unsampled(sc);
   if (ROOST_UNLIKELY(!sampler_.started()))
     sampler_.start(counters_.allocs, [](unsigned) { return profile::next_interval(); });
   int64_t size = sizeclass::kInfo.info[sc].size;

@@ -52,8 +52,11 @@ class Allocator {
   // A placeholder allocator owns nothing and never will: every allocation
   // from it reaches its refill, which hands the class to `stand_in` (a
   // thread without an allocator points at one; the allocator pool's stand-in
-  // binds the thread an allocator and allocates from that).
-  using StandIn = void* (*)(unsigned sc);
+  // binds the thread an allocator and allocates from that).  A stand-in is
+  // also how a bound allocator's refills reach the heap profiler
+  // (sample_refills()), so that the common refill tests nothing more.  It
+  // is given the allocator, the class and refill_at()'s return address.
+  using StandIn = void* (*)(Allocator* a, unsigned sc, const void* caller);
 
   // `id`: a small dense integer, unique among live allocators (outbox
   // buckets are picked by its bits); `stand_in`: see StandIn, or nullptr.
@@ -64,6 +67,9 @@ class Allocator {
 
   // A thread is taking this allocator: it reads the options it caches.
   void attach() { messenger_.load_options(); }
+  // With the heap profiler on, every refill of this (bound) allocator goes
+  // through refill_sampled(); the pool says so when a thread takes it.
+  void sample_refills(bool on) { stand_in_ = on ? &sampling_stand_in : nullptr; }
 
   // ---- allocation ----
 
@@ -91,8 +97,8 @@ class Allocator {
   ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
-  // refill() (through the sampler with the heap profiler on), or the
-  // placeholder's stand-in.  (The slot comes first: the
+  // refill(), or the stand-in (the placeholder's, or the heap profiler's
+  // refill_sampled()).  (The slot comes first: the
   // fast path has its address in the first argument's register already;
   // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
@@ -205,7 +211,9 @@ class Allocator {
   // refill_at() with the heap profiler on: the object at the class's sample
   // point is sampled (frontend/profile.h); the fast list gets no more objects
   // than fit before the next point.  `caller`: refill_at()'s return address.
-  ROOST_NOINLINE void* refill_sampled(unsigned sc, const void* caller);
+  // sampling_stand_in() is it as a StandIn.
+  ROOST_NOINLINE static void* sampling_stand_in(Allocator* a, unsigned sc, const void* caller);
+  void* refill_sampled(unsigned sc, const void* caller);
   ROOST_INLINE void* refill_from_slabs(unsigned sc) {
     // The common case: the class's active slab got objects back.
     if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))

@@ -144,6 +144,7 @@ Allocator* bind() {
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
   e->allocator.attach();
+  e->allocator.sample_refills(profile::wanted());
   e->allocator.set_port(offload::attach());
   t_alloc = &e->allocator;
   os::arm_thread_exit_hook(e);
@@ -178,7 +179,7 @@ bool global_init() {
   // those allocations.
   if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel)) {
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
-    if (options::get(options::kProfile) != options::kProfileOff) profile::start();
+    if (profile::wanted()) profile::start();
   }
   return true;
 }
@@ -188,13 +189,14 @@ Allocator* acquire_detached() {
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
   e->allocator.attach();
+  e->allocator.sample_refills(false);  // the service's, not the program's
   // Mail posted to it calls the service (the parked-mail hook), which
   // receives it.
   e->allocator.set_parked(true);
   return &e->allocator;
 }
 
-void* alloc_unbound(unsigned sc) {
+void* alloc_unbound(Allocator*, unsigned sc, const void*) {
   if (!t_exited) {
     Allocator* a = bind();
     if (a == nullptr) {

@@ -188,6 +188,8 @@ bool record(ChunkMeta* m, uint64_t bytes, unsigned sc, const void* caller) {
 Inside::Inside() : was_(t_inside) { t_inside = true; }
 Inside::~Inside() { t_inside = was_; }
 
+bool wanted() { return options::get(options::kProfile) != options::kProfileOff; }
+
 void start() {
   g_rate = options::get(options::kProfileRate);
   g_interval = options::get(options::kProfileInterval);

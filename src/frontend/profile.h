@@ -35,6 +35,10 @@ namespace roost::profile {
 extern std::atomic<bool> g_on ROOST_HIDDEN;
 ROOST_INLINE bool on() { return g_on.load(std::memory_order_relaxed); }
 
+// Is ROOST_PROFILE set?  (Options read.)  The allocators the pool binds
+// then sample their refills (Allocator::sample_refills).
+bool wanted();
+
 // Start-up with ROOST_PROFILE set, once roost serves allocations (the
 // unwinder it primes allocates): reads the profile's options, finds
 // roost's own code, then turns sampling on.
