@@ -4,13 +4,13 @@
 // Owns: capturing return addresses from the unwind tables (so programs
 // built without frame pointers give whole stacks: platform/unwind.h's
 // cached walk, else glibc's backtrace(), which walks them with libgcc's
-// unwinder), roost's own code ranges, and
-// naming an address for a report (its object's path and the address in
-// that object's file, and an exported symbol when there is one).
+// unwinder), roost's own code ranges, and naming an address for a report
+// (its object's path and the address in that object's file, and an
+// exported symbol when there is one).
 // Must never: be called on a path that holds one of roost's locks, or
-// without the caller's guard against reentry: the first capture loads
-// libgcc_s (which allocates and takes the loader's lock), and naming an
-// address takes the loader's lock.
+// without the caller's guard against reentry: prime() loads libgcc_s
+// (which allocates and takes the loader's lock), libgcc's walk may take
+// that lock, and naming an address does.
 #pragma once
 
 #include <cstddef>
