@@ -84,6 +84,14 @@ int roost_class_stats(unsigned cls, struct roost_class_stats* out);
  * NULL and len is not 0. */
 int roost_stats_json(char* buf, size_t len);
 
+/* The heap profiler (ROOST_PROFILE=1 or leaks): writes a heap profile of
+ * the sampled objects now, in the format `go tool pprof` and google-pprof
+ * read (see docs/PROFILING.md), to the file `path` names, where "%p" is the
+ * process id; NULL: ROOST_PROFILE_FILE, or roost.%p.heap.  Returns 0, or -1
+ * with errno set: ENOTSUP when profiling is off, or why the file could not
+ * be written (open's errno, EIO). */
+int roost_profile_dump(const char* path);
+
 /* Writes the run-time options in force to stderr with write(2), one line
  * each: "roost: ROOST_NAME=value (where it came from)", as ROOST_VERBOSE=1
  * does at start. */

@@ -34,7 +34,7 @@ enum class Source : uint8_t {
   kEnvironment,
   kRejected,  // the environment's value was malformed or out of range
   kSet,       // by set()
-  kImplied,   // ROOST_STATS by ROOST_STATS_FILE (see load())
+  kImplied,   // ROOST_STATS by ROOST_STATS_FILE, ROOST_PROFILE by ROOST_PROFILE_FILE (load())
 };
 
 struct Value {
@@ -66,6 +66,8 @@ const char* describe(Type type) {
       return "a number";
     case Type::kReport:
       return "one of 0/1, on/off, true/false, yes/no, text, json";
+    case Type::kProfileMode:
+      return "one of 0/1, on/off, true/false, yes/no, leaks";
     case Type::kPath:
       return "a path";  // (any text is)
   }
@@ -94,6 +96,10 @@ void append_clipped(err::Line& line, const char* s, char stop) {
 void append_value(err::Line& line, Type type, uint64_t v) {
   if (type == Type::kReport && v == kReportJson) {
     line.str("json");
+    return;
+  }
+  if (type == Type::kProfileMode && v == kProfileLeaks) {
+    line.str("leaks");
     return;
   }
   if (type == Type::kBytes && v != 0) {
@@ -154,6 +160,16 @@ void warn_if_unknown(const char* entry) {
   line.emit();
 }
 
+// Option `file` set gives option `id`, left at its default, the value
+// `value`.
+void imply(Id id, Id file, uint64_t value) {
+  if (text(file) == nullptr ||
+      g_values[id].source.load(std::memory_order_relaxed) != Source::kDefault)
+    return;
+  g_values[id].value.store(value, std::memory_order_relaxed);
+  g_values[id].source.store(Source::kImplied, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void load() {
@@ -168,14 +184,13 @@ void load() {
   for (unsigned i = 0; i < kCount; i++) read_option(static_cast<Id>(i));
   env::for_each(kPrefix, warn_if_unknown);
   // A file for the report asks for one: the JSON one, unless ROOST_STATS
-  // says which (ROOST_STATS=0 keeps it off).
-  if (text(kStatsFile) != nullptr &&
-      g_values[kStats].source.load(std::memory_order_relaxed) == Source::kDefault) {
-    g_values[kStats].value.store(kReportJson, std::memory_order_relaxed);
-    g_values[kStats].source.store(Source::kImplied, std::memory_order_relaxed);
-  }
-  // For the report at exit (on stderr, or there if its file cannot be opened).
-  if (get(kStats) != kReportNone) err::keep_stderr();
+  // says which (ROOST_STATS=0 keeps it off); a file for the heap profile
+  // asks for the profile, unless ROOST_PROFILE says otherwise.
+  imply(kStats, kStatsFile, kReportJson);
+  imply(kProfile, kProfileFile, kProfileHeap);
+  // For the reports at exit (on stderr, or there if their file cannot be
+  // opened).
+  if (get(kStats) != kReportNone || get(kProfile) != kProfileOff) err::keep_stderr();
   g_state.store(kRead, std::memory_order_release);
   if (get(kVerbose) != 0) print();
 }
@@ -214,7 +229,7 @@ void print() {
         line.str(" (set by the program");
         break;
       case Source::kImplied:
-        line.str(" (implied by ").str(kTable[kStatsFile].env);
+        line.str(" (implied by ").str(kTable[i == kStats ? kStatsFile : kProfileFile].env);
         break;
     }
     if (i == kBatchIt && !config::kBatchIt) line.str("; BatchIt is compiled out of this build");

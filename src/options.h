@@ -20,10 +20,13 @@ enum Id : unsigned {
 };
 
 // The syntax of an option's values (see options.def).
-enum class Type : uint8_t { kBool, kBytes, kMillis, kNumber, kReport, kPath };
+enum class Type : uint8_t { kBool, kBytes, kMillis, kNumber, kReport, kProfileMode, kPath };
 
 // The values of a kReport option.
 enum Report : uint64_t { kReportNone = 0, kReportText = 1, kReportJson = 2 };
+
+// The values of a kProfileMode option (ROOST_PROFILE).
+enum ProfileMode : uint64_t { kProfileOff = 0, kProfileHeap = 1, kProfileLeaks = 2 };
 
 struct Option {
   const char* env;  // the environment variable
@@ -84,6 +87,13 @@ constexpr Parsed parse_report(const char* s) {
   return {p.status, p.value != 0 ? uint64_t{kReportText} : uint64_t{kReportNone}};
 }
 
+// A boolean word (off; on: a heap profile) or `leaks`.
+constexpr Parsed parse_profile_mode(const char* s) {
+  if (same_word(s, "leaks")) return {Status::kOk, kProfileLeaks};
+  Parsed p = parse_bool(s);
+  return {p.status, p.value != 0 ? uint64_t{kProfileHeap} : uint64_t{kProfileOff}};
+}
+
 // Decimal digits, then (with `suffixes`) one of k, m, g, t in either case.
 constexpr Parsed parse_number(const char* s, bool suffixes) {
   if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
@@ -123,8 +133,8 @@ constexpr Parsed parse_number(const char* s, bool suffixes) {
 // `s` in the syntax of `type`, whatever the range: kBool takes 0/1, on/off,
 // true/false, yes/no in any case; kBytes decimal digits with an optional k,
 // m, g or t suffix (binary units, either case); kMillis and kNumber decimal
-// digits;
-// kReport a boolean word, `text` or `json` (a Report); kPath any text (its
+// digits; kReport a boolean word, `text` or `json` (a Report); kProfileMode
+// a boolean word or `leaks` (a ProfileMode); kPath any text (its
 // value is the text itself, options::text(), and the number 0).  A number
 // past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
 // another suffix or word) is kMalformed.
@@ -139,6 +149,8 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
       return detail::parse_number(s, false);
     case Type::kReport:
       return detail::parse_report(s);
+    case Type::kProfileMode:
+      return detail::parse_profile_mode(s);
     case Type::kPath:
       return {Status::kOk, 0};
   }
@@ -201,7 +213,8 @@ constexpr const char* nearest_variable(const char* name, size_t len) {
 // value keeps the default and prints a warning on stderr), and a warning for
 // each unknown ROOST_* variable; with ROOST_VERBOSE on, then print().  Once
 // per process: later calls return at once (or wait for the first to finish).
-// ROOST_STATS_FILE set with ROOST_STATS unset makes ROOST_STATS json.
+// ROOST_STATS_FILE set with ROOST_STATS unset makes ROOST_STATS json, and
+// ROOST_PROFILE_FILE set with ROOST_PROFILE unset makes ROOST_PROFILE 1.
 void load();
 
 // The value in force: the default until load(), or the value set().  (0 for

@@ -271,7 +271,7 @@ namespace {
 // Every line of the options print: "roost: ROOST_NAME=value (source)".
 void expect_option_lines(const ProbeRun& r) {
   static const std::regex kLine(
-      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|/[^ ]*|) \((default|unset|from the environment|set by the program|implied by ROOST_STATS_FILE)(; [^)]*)?\))");
+      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|leaks|/[^ ]*|) \((default|unset|from the environment|set by the program|implied by ROOST_(STATS|PROFILE)_FILE)(; [^)]*)?\))");
   std::vector<std::string> got = lines(r.err);
   EXPECT_GE(got.size(), 8u) << r.describe();
   for (const std::string& l : got) EXPECT_TRUE(std::regex_match(l, kLine)) << l;
@@ -293,6 +293,20 @@ TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
     EXPECT_TRUE(has_line(r.err, line)) << line << "\n" << r.describe();
   // Once, though the probe allocates on.
   EXPECT_EQ(lines(r.err).size(), lines(run_probe("print", {}).err).size()) << r.describe();
+}
+
+// A file for the heap profile asks for the profile, as a file for the
+// statistics asks for the report; ROOST_PROFILE says otherwise when set.
+TEST(OptionsEnv, AProfileFileImpliesTheProfile) {
+  ProbeRun r = run_probe("alloc", {"ROOST_VERBOSE=1", "ROOST_PROFILE_FILE=/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  expect_option_lines(r);
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_PROFILE=1 (implied by ROOST_PROFILE_FILE)"))
+      << r.describe();
+  r = run_probe("alloc",
+                {"ROOST_VERBOSE=1", "ROOST_PROFILE=leaks", "ROOST_PROFILE_FILE=/dev/null"});
+  expect_option_lines(r);
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_PROFILE=leaks (from the environment)")) << r.describe();
 }
 
 // The overriding library reads its options when the program starts, not

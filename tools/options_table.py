@@ -26,7 +26,9 @@ BEGIN = "<!-- options table: generated from src/options.def by tools/options_tab
 END = "<!-- end of options table -->"
 FIELDS = ("id", "variable", "type", "default", "min", "max", "help")
 TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
-         "kNumber": "number", "kReport": "boolean, `text` or `json`", "kPath": "file path"}
+TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
+         "kNumber": "number", "kReport": "boolean, `text` or `json`",
+         "kProfileMode": "boolean or `leaks`", "kPath": "file path"}
 RANGED = ("kBytes", "kMillis", "kNumber")  # the types whose values column shows the range
 
 TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)'

@@ -1,8 +1,9 @@
 // tools/roost_run.cc — roost-run, the launcher: runs a program with roost
 // preloaded and its options set.
 //
-//   roost-run [--secure] [--stats[=text|json]] [--no-children] [--verbose]
-//             [--option NAME=VALUE]... [--] program [args...]
+//   roost-run [--secure] [--stats[=text|json]] [--no-children]
+//             [--profile[=path]] [--verbose] [--option NAME=VALUE]...
+//             [--] program [args...]
 //
 // Owns: finding the library (next to the launcher in a build tree, or in
 // the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
@@ -62,8 +63,9 @@ void print_wrapped(FILE* to, const char* text, int indent, int width) {
 
 void usage(FILE* to) {
   fprintf(to,
-          "usage: roost-run [--secure] [--stats[=text|json]] [--no-children] [--verbose]\n"
-          "                 [--option NAME=VALUE]... [--] program [args...]\n"
+          "usage: roost-run [--secure] [--stats[=text|json]] [--no-children]\n"
+          "                 [--profile[=path]] [--verbose] [--option NAME=VALUE]...\n"
+          "                 [--] program [args...]\n"
           "       roost-run --help | --version\n"
           "\n"
           "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
@@ -76,6 +78,8 @@ void usage(FILE* to) {
           "                       --stats json and --stats text also work\n"
           "  --no-children        only the program's own report, not those of the\n"
           "                       processes it starts (ROOST_STATS_PID=its pid)\n"
+          "  --profile[=path]     write a heap profile at exit (ROOST_PROFILE=1) to path\n"
+          "                       (ROOST_PROFILE_FILE; default roost.%%p.heap, %%p: the pid)\n"
           "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
           "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
           "\n"
@@ -194,6 +198,9 @@ int main(int argc, char** argv) {
       set_variable("ROOST_STATS_PID", std::to_string(getpid()));
     } else if (arg == "--verbose") {
       set_variable("ROOST_VERBOSE", "1");
+    } else if (arg == "--profile" || arg.rfind("--profile=", 0) == 0) {
+      set_variable("ROOST_PROFILE", "1");
+      if (arg != "--profile") set_variable("ROOST_PROFILE_FILE", arg.substr(strlen("--profile=")));
     } else if (arg == "--option" || arg.rfind("--option=", 0) == 0) {
       std::string setting;
       if (arg == "--option") {

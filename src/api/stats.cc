@@ -296,38 +296,6 @@ ROOST_EXPORT void roost_print_stats(void) {
   out.flush();
 }
 
-namespace {
-
-// ROOST_STATS_FILE's file, its "%p" the process id ("%%" a "%"), opened for
-// the report; -1 (and one line on stderr saying so) when it cannot be.
-int open_report_file(const char* path) {
-  char name[4096];
-  err::Text expanded(name, sizeof(name));
-  for (const char* p = path; *p != 0; p++) {
-    if (p[0] == '%' && p[1] == 'p') {
-      expanded.dec(static_cast<uint64_t>(os::process_id()));
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      expanded.chr('%');
-      p++;
-    } else {
-      expanded.chr(*p);
-    }
-  }
-  int fd = expanded.length() < sizeof(name) ? os::open_for_writing(name) : -ENAMETOOLONG;
-  if (fd >= 0) return fd;
-  // The name as far as it fits the line (64 characters, then "...").
-  if (expanded.length() > 64) __builtin_memcpy(name + 64, "...", 4);
-  err::Line line;
-  line.str("roost: cannot open ").str(options::kTable[options::kStatsFile].env).str("=");
-  line.str(name).str(" (errno ").dec(static_cast<uint64_t>(-fd));
-  line.str("); the report goes to stderr\n");
-  line.emit_report();
-  return -1;
-}
-
-}  // namespace
-
 // The report at exit: ROOST_STATS=1 (text) or json, on stderr or to
 // ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A destructor, not a constructor:
 // it has no effect unless the option is set.
@@ -339,7 +307,8 @@ __attribute__((destructor)) static void report_at_exit() {
   int fd = err::report_fd();
   int file = -1;
   if (const char* path = options::text(options::kStatsFile)) {
-    file = open_report_file(path);
+    file = err::open_report_file(options::kTable[options::kStatsFile].env, path,
+                                 "; the report goes to stderr");
     if (file >= 0) fd = file;
   }
   stats::Snapshot s;

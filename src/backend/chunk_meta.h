@@ -43,10 +43,15 @@ inline void* const kNoOwner = nullptr;
 
 struct alignas(64) ChunkMeta {
   // Read by every free.
-  void* owner;            // slab: owning Allocator
-  FreeObject* free_head;  // slab: objects freed into it since last taken
-  int32_t needed;         // slab: frees until the next state change
-  uint8_t sizeclass;      // slab: size class
+  void* owner;  // slab: owning Allocator
+  union {
+    FreeObject* free_head;  // slab: objects freed into it since last taken
+    // Large, huge: the heap profiler's record of the object when it was
+    // sampled (frontend/profile.h), else nullptr.
+    void* sample;
+  };
+  int32_t needed;     // slab: frees until the next state change
+  uint8_t sizeclass;  // slab: size class
   ChunkKind kind;
   uint8_t order;  // log2 of the chunk size (huge: log2 of granules span)
   union {

@@ -86,6 +86,7 @@ ChunkMeta* alloc_huge(size_t usable, size_t align) {
   }
   set_kind(m, ChunkKind::kHuge);
   m->owner = kNoOwner;
+  m->sample = nullptr;
   m->base = reinterpret_cast<uintptr_t>(p);
   m->large_size = usable;
   m->next = m->prev = nullptr;
@@ -112,6 +113,7 @@ ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   note_dirty(m, usable);
   set_kind(m, ChunkKind::kLarge);
   m->owner = kNoOwner;
+  m->sample = nullptr;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
   huge_pages::fit_large(m->base, usable);

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "backend/large.h"
+#include "frontend/profile.h"
 #include "frontend/service.h"
 
 namespace roost {
@@ -19,16 +20,55 @@ namespace roost {
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
-  if (ROOST_UNLIKELY(a->stand_in_ != nullptr)) return a->stand_in_(sc);
-  if (ROOST_UNLIKELY(large::serves_class(sc))) return alloc_class_as_large(sc);
-  if (ROOST_UNLIKELY(a->port_ != nullptr)) {
-    if (void* p = offload::take(a->port_, sc)) {
-      checks::parked_intact(sc, p);
-      count_event(a->counters_.allocs[sc]);
-      return p;
-    }
+  if (ROOST_UNLIKELY(a->stand_in_ != nullptr))
+    return a->stand_in_(a, sc, __builtin_return_address(0));
+  return a->refill_unsampled(sc);
+}
+
+void* Allocator::sampling_stand_in(Allocator* a, unsigned sc, const void* caller) {
+  return a->refill_sampled(sc, caller);
+}
+
+inline void* Allocator::refill_sampled(unsigned sc, const void* caller) {
+  // Not yet sampling (start-up), or a thread inside the profiler (the
+  // unwinder allocating) that samples nothing.
+  if (!profile::on() || !profile::may_sample()) return refill_unsampled(sc);
+  if (ROOST_UNLIKELY(!sampler_.started()))
+    sampler_.start(counters_.allocs, [](unsigned) { return profile::next_interval(); });
+  int64_t size = sizeclass::kInfo.info[sc].size;
+  int64_t left = sampler_.left(sc, read_counter(counters_.allocs[sc]));
+  if (left < size) {
+    // This object holds the sample point.
+    left = static_cast<int64_t>(profile::next_interval());
+    sampler_.restart(sc, static_cast<uint64_t>(left));
+    if (void* p = profile::alloc_sampled(sc, caller)) return p;
+    // No memory for it: served as usual, the point lost.
   }
-  return a->refill(sc);
+  void* p;
+  if (FreeObject* held = sampler_.take_held(sc))
+    p = hand_out(sc, held);
+  else
+    p = refill_unsampled(sc);
+  if (p == nullptr) return nullptr;
+  // The fast list keeps what fits before the next point (`left` bytes from
+  // `p`); a list from one slab never holds more than its capacity, so one
+  // that cannot reach the point is not walked.
+  int64_t room = left - size;
+  if (room >= static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity) * size) return p;
+  FreeObject* last = nullptr;
+  FreeObject* o = fast_[sc];
+  for (; o != nullptr && room >= size; room -= size) {
+    last = o;
+    o = checks::next_checked(sc, o);
+  }
+  if (o != nullptr) {
+    if (last == nullptr)
+      fast_[sc] = nullptr;
+    else
+      freelist::set_next(last, nullptr);
+    sampler_.hold(sc, o);
+  }
+  return p;
 }
 
 void* Allocator::alloc_class_as_large(unsigned sc) {
@@ -117,6 +157,8 @@ uint64_t Allocator::settle() {
 }
 
 bool Allocator::release_unused() {
+  sampler_.release_held(fast_,
+                        [](unsigned sc, FreeObject* o) { return checks::next_checked(sc, o); });
   bool released = slabs_.release_unused(fast_, chunks_);
   return chunks_.trim(0) || released;
 }

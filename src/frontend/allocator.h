@@ -7,6 +7,8 @@
 //   SizeClassSlabs  per class: the slabs the fast list is fed from
 //   Messenger       frees of other allocators' objects out, its own back in
 //   ChunkCache      empty chunks kept for new slabs, within the reserve
+//   Sampler         with the heap profiler on: where each class's next
+//                   sample falls, and objects held back from its fast list
 // The fast paths (an object off a class's fast list; an object back into a
 // slab this allocator owns; another allocator's object into the BatchIt
 // cache) are inline here; refilling a class and the other slow paths,
@@ -22,6 +24,7 @@
 #include <cstdint>
 
 #include "backend/chunk_meta.h"
+#include "backend/large.h"
 #include "ds/bits.h"
 #include "ds/counter.h"
 #include "ds/freelist.h"
@@ -30,6 +33,7 @@
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
+#include "frontend/sampler.h"
 #include "frontend/size_class_slabs.h"
 #include "frontend/slab.h"
 
@@ -49,8 +53,11 @@ class Allocator {
   // A placeholder allocator owns nothing and never will: every allocation
   // from it reaches its refill, which hands the class to `stand_in` (a
   // thread without an allocator points at one; the allocator pool's stand-in
-  // binds the thread an allocator and allocates from that).
-  using StandIn = void* (*)(unsigned sc);
+  // binds the thread an allocator and allocates from that).  A stand-in is
+  // also how a bound allocator's refills reach the heap profiler
+  // (sample_refills()), so that the common refill tests nothing more.  It
+  // is given the allocator, the class and refill_at()'s return address.
+  using StandIn = void* (*)(Allocator* a, unsigned sc, const void* caller);
 
   // `id`: a small dense integer, unique among live allocators (outbox
   // buckets are picked by its bits); `stand_in`: see StandIn, or nullptr.
@@ -61,6 +68,9 @@ class Allocator {
 
   // A thread is taking this allocator: it reads the options it caches.
   void attach() { messenger_.load_options(); }
+  // With the heap profiler on, every refill of this (bound) allocator goes
+  // through refill_sampled(); the pool says so when a thread takes it.
+  void sample_refills(bool on) { stand_in_ = on ? &sampling_stand_in : nullptr; }
 
   // ---- allocation ----
 
@@ -88,7 +98,8 @@ class Allocator {
   ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
-  // refill(), or the placeholder's stand-in.  (The slot comes first: the
+  // refill(), or the stand-in (the placeholder's, or the heap profiler's
+  // refill_sampled()).  (The slot comes first: the
   // fast path has its address in the first argument's register already;
   // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
@@ -189,6 +200,26 @@ class Allocator {
   uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 
  private:
+  // refill_at() for a bound allocator: a class served as a large object
+  // under an address-space limit (large::serves_class), else full
+  // offload's ring first.
+  ROOST_INLINE void* refill_unsampled(unsigned sc) {
+    if (ROOST_UNLIKELY(large::serves_class(sc))) return alloc_class_as_large(sc);
+    if (ROOST_UNLIKELY(port_ != nullptr)) {
+      if (void* p = offload::take(port_, sc)) {
+        checks::parked_intact(sc, p);
+        count_event(counters_.allocs[sc]);
+        return p;
+      }
+    }
+    return refill(sc);
+  }
+  // refill_at() with the heap profiler on: the object at the class's sample
+  // point is sampled (frontend/profile.h); the fast list gets no more objects
+  // than fit before the next point.  `caller`: refill_at()'s return address.
+  // sampling_stand_in() is it as a StandIn.
+  ROOST_NOINLINE static void* sampling_stand_in(Allocator* a, unsigned sc, const void* caller);
+  void* refill_sampled(unsigned sc, const void* caller);
   ROOST_INLINE void* refill_from_slabs(unsigned sc) {
     // The common case: the class's active slab got objects back.
     if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))
@@ -226,6 +257,7 @@ class Allocator {
   ChunkCache chunks_;
   StandIn stand_in_;
   offload::Port* port_ = nullptr;
+  Sampler sampler_;
 
   friend class Messenger;  // Messenger::owner_of, below
 };

@@ -14,6 +14,7 @@
 #include "backend/zero_size.h"
 #include "ds/spinlock.h"
 #include "frontend/offload.h"
+#include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
 #include "platform/error.h"
@@ -127,11 +128,13 @@ void prefork() {
   zero_size::lock_for_fork();
   large::lock_for_fork();
   chunks::lock_for_fork();
+  profile::lock_for_fork();
   meta_arena::lock_for_fork();
 }
 
 void postfork(bool child) {
   meta_arena::unlock_after_fork(child);
+  profile::unlock_after_fork(child);
   chunks::unlock_after_fork(child);
   large::unlock_after_fork(child);
   zero_size::unlock_after_fork(child);
@@ -165,6 +168,7 @@ Allocator* bind() {
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
   e->allocator.attach();
+  e->allocator.sample_refills(profile::wanted());
   e->allocator.set_port(offload::attach());
   t_alloc = &e->allocator;
   os::arm_thread_exit_hook(e);
@@ -197,10 +201,13 @@ bool global_init() {
       g_ready.store(true, std::memory_order_release);
     }
   }
-  // pthread_atfork may allocate: register it outside the lock, after roost
-  // is ready to serve that allocation.
-  if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel))
+  // pthread_atfork may allocate, and so does the heap profiler's start
+  // (it loads the unwinder): outside the lock, after roost is ready to serve
+  // those allocations.
+  if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel)) {
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
+    if (profile::wanted()) profile::start();
+  }
   return true;
 }
 
@@ -209,13 +216,14 @@ Allocator* acquire_detached() {
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
   e->allocator.attach();
+  e->allocator.sample_refills(false);  // the service's, not the program's
   // Mail posted to it calls the service (the parked-mail hook), which
   // receives it.
   e->allocator.set_parked(true);
   return &e->allocator;
 }
 
-void* alloc_unbound(unsigned sc) {
+void* alloc_unbound(Allocator*, unsigned sc, const void*) {
   if (!t_exited) {
     Allocator* a = bind();
     if (a == nullptr) {

@@ -39,7 +39,7 @@ Allocator* acquire_detached();
 
 // Allocation for a thread whose t_alloc is g_unbound: binds an allocator
 // (or, in a thread past its exit hook, borrows one for this call).
-void* alloc_unbound(unsigned sc);
+void* alloc_unbound(Allocator* placeholder, unsigned sc, const void* caller);
 
 // Calls fn(const Allocator&) for every allocator ever created (statistics).
 template <typename Fn>

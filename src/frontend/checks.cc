@@ -3,6 +3,7 @@
 
 #include "backend/large.h"
 #include "backend/pagemap.h"
+#include "frontend/profile.h"
 #include "frontend/slab.h"
 #include "platform/error.h"
 #include "platform/os.h"
@@ -86,6 +87,16 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
       reinterpret_cast<uintptr_t>(p) != m->base)
     return;
+  // A small object the heap profiler sampled (served as a large one): the
+  // sizes of its class.
+  if (m->sample != nullptr) {
+    unsigned sc = profile::sampled_class(m);
+    if (sc < sizeclass::kCount) {
+      if (sizeclass::for_aligned(size, align) != sc)
+        fault(where, kSizeMismatch, p, sizeclass::kInfo.info[sc].size);
+      return;
+    }
+  }
   // (A class served as a large object has its class's size.)
   unsigned sc = sizeclass::for_aligned(size, align);
   size_t expected =

@@ -7,6 +7,7 @@
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/zero_size.h"
+#include "frontend/profile.h"
 #include "frontend/service.h"
 #include "platform/error.h"
 
@@ -53,6 +54,8 @@ void* alloc_large(size_t size, size_t align, bool zero) {
     return nullptr;
   }
   if (zero && dirty != 0) __builtin_memset(p, 0, dirty < size ? dirty : size);
+  if (ROOST_UNLIKELY(profile::on()))
+    profile::note_large(pagemap::lookup(p), __builtin_return_address(0));
   return p;
 }
 
@@ -97,6 +100,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (reinterpret_cast<uintptr_t>(p) != m->base)
         invalid(where, "invalid pointer (interior of an object)", p);
       if constexpr (config::kGuardLarge) checks::large_intact(m, where);
+      if (m->sample != nullptr) profile::forget(m);
       large::free(m);
       service::at_safe_point();
       return;
@@ -200,7 +204,10 @@ void* resize(void* p, size_t size) {
   } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall) {
     // (The canary is rewritten in place: check it first.)
     if constexpr (config::kGuardLarge) checks::large_intact(m, "realloc");
-    if (large::resize_in_place(m, size)) return p;
+    if (large::resize_in_place(m, size)) {
+      if (ROOST_UNLIKELY(profile::on())) profile::note_resized(m, __builtin_return_address(0));
+      return p;
+    }
   }
   void* q = alloc(size);
   if (q == nullptr) return nullptr;

@@ -17,6 +17,7 @@
 #include "ds/spinlock.h"
 #include "frontend/allocator_pool.h"
 #include "frontend/offload.h"
+#include "frontend/profile.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -119,6 +120,8 @@ void sleep_until(uint64_t next) {
 }
 
 void* run(void*) {
+  // What the service allocates (full offload's rings) is no program stack's.
+  profile::exclude_this_thread();
   // Waits for start()'s store of kBusy, which would otherwise overwrite
   // this thread's first change of state (acquire, though nothing start()
   // wrote is read here; below it sees stop()'s kStopping).
@@ -206,6 +209,9 @@ void start() {
   // A start already under way (this thread's pthread_create allocating
   // included) or over.
   if (g_state.load(std::memory_order_acquire) != kOff) return;
+  // What pthread_create and pthread_atfork allocate is roost's, not the
+  // program's: the heap profiler samples none of it.
+  profile::Inside inside;
   // pthread_atfork allocates, and takes glibc's fork lock, which a fork in
   // progress holds while prefork() waits for g_work_lock: before the lock.
   if (!g_fork_hooks.exchange(true, std::memory_order_acq_rel))

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "platform/os.h"
+
 namespace roost::err {
 
 namespace {
@@ -44,6 +46,21 @@ void keep_stderr() {
 int report_fd() { return g_report_fd >= 0 ? g_report_fd : 2; }
 
 void report(const char* s) { write_fd(report_fd(), s); }
+
+int open_report_file(const char* variable, const char* pattern, const char* consequence) {
+  char name[4096];
+  int fd = os::open_named_for_writing(pattern, name, sizeof(name));
+  if (fd >= 0) return fd;
+  // The name as far as it fits the line (64 characters, then "...").
+  size_t n = 0;
+  while (n <= 64 && name[n] != 0) n++;
+  if (n > 64) __builtin_memcpy(name + 64, "...", 4);
+  Line line;
+  line.str("roost: cannot open ").str(variable).str("=").str(name);
+  line.str(" (errno ").dec(static_cast<uint64_t>(-fd)).str(")").str(consequence).str("\n");
+  line.emit_report();
+  return -1;
+}
 
 void write_str(const char* s) { write_fd(2, s); }
 

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/error.h"
+
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -240,6 +242,43 @@ int open_for_writing(const char* path) {
   }
 }
 
+int open_named_for_writing(const char* pattern, char* name, size_t size) {
+  err::Text expanded(name, size);
+  for (const char* p = pattern; *p != 0; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      expanded.dec(static_cast<uint64_t>(process_id()));
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      expanded.chr('%');
+      p++;
+    } else {
+      expanded.chr(*p);
+    }
+  }
+  return expanded.length() < size ? open_for_writing(name) : -ENAMETOOLONG;
+}
+
+bool copy_file_to(const char* path, int fd) {
+  int from = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (from < 0) return false;
+  char buf[4096];
+  bool ok = true;
+  for (;;) {
+    ssize_t n = ::read(from, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = n == 0;
+      break;
+    }
+    if (!err::write_all(fd, buf, static_cast<size_t>(n))) {
+      ok = false;
+      break;
+    }
+  }
+  ::close(from);
+  return ok;
+}
+
 void close(int fd) { ::close(fd); }
 
 int process_id() { return static_cast<int>(::getpid()); }
@@ -267,6 +306,7 @@ uint64_t now_ns() {
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+
 namespace roost::os {
 void yield() { sched_yield(); }
 

@@ -94,6 +94,13 @@ namespace roost::os {
 // Opens `path` for writing: created (mode 0644, less the umask) or
 // truncated, close-on-exec.  The descriptor, or -errno.
 int open_for_writing(const char* path);
+// The same for the path `pattern` names, its "%p" the process id ("%%" a
+// "%"); `name` receives that path, NUL-terminated and cut to `size`
+// (-ENAMETOOLONG when it does not fit).
+int open_named_for_writing(const char* pattern, char* name, size_t size);
+// Appends the contents of the file at `path` (a /proc file, say) to `fd`;
+// false if either refused.
+bool copy_file_to(const char* path, int fd);
 void close(int fd);
 
 int process_id();

@@ -79,6 +79,20 @@ TEST(Options, ReportsTakeBooleanWordsTextAndJson) {
   EXPECT_TRUE(Ok(options::parse(options::kStats, "json"), options::kReportJson));
 }
 
+TEST(Options, ProfileModesTakeBooleanWordsAndLeaks) {
+  for (const char* s : {"0", "off", "false", "NO"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kProfileMode, s), options::kProfileOff)) << s;
+  for (const char* s : {"1", "on", "true", "Yes"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kProfileMode, s), options::kProfileHeap)) << s;
+  for (const char* s : {"leaks", "LEAKS", "Leaks"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kProfileMode, s), options::kProfileLeaks)) << s;
+  for (const char* s : {"", "2", "leak", "heap", "json", "leaks "})
+    EXPECT_EQ(status(Type::kProfileMode, s), Status::kMalformed) << '"' << s << '"';
+  EXPECT_TRUE(Ok(options::parse(options::kProfile, "leaks"), options::kProfileLeaks));
+  // A rate of 0 would be no sampling at all: the profiler is off instead.
+  EXPECT_EQ(options::parse(options::kProfileRate, "0").status, Status::kOutOfRange);
+}
+
 // A path is any text; its value is the text (options::text), its number 0.
 TEST(Options, PathsTakeAnyText) {
   for (const char* s : {"", "/tmp/x.json", "relative %p", "   "})
@@ -116,6 +130,10 @@ TEST(Options, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(options::default_value(options::kOutboxBytes), 64u << 10);
   EXPECT_EQ(options::default_value(options::kBatchIt), 1u);
   EXPECT_EQ(options::default_value(options::kVerbose), 0u);
+  EXPECT_EQ(options::default_value(options::kProfile), options::kProfileOff);
+  EXPECT_EQ(options::default_value(options::kProfileRate), 512u << 10);
+  EXPECT_EQ(options::default_value(options::kProfileInterval), 0u);
+  EXPECT_EQ(options::kTable[options::kProfileFile].type, Type::kPath);
   EXPECT_STREQ(options::kTable[options::kSlabReserveBytes].env, "ROOST_SLAB_RESERVE");
   EXPECT_STREQ(options::kTable[options::kBatchIt].env, "ROOST_BATCHIT");
   for (unsigned i = 0; i < options::kCount; i++) {

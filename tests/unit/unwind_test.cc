@@ -1,0 +1,110 @@
+// platform/unwind.h: the cached walk gives the same return addresses as
+// libgcc's unwinder (glibc's backtrace), through ordinary frames, frames
+// with a frame pointer and a variable-length array, libc's own frames
+// (qsort's callback), a thread's first frame, and a stack deeper than asked.
+#include "platform/unwind.h"
+
+#include <execinfo.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "platform/stack_trace.h"
+
+namespace {
+
+using roost::unwind::capture;
+
+struct Walks {
+  std::vector<uintptr_t> fast, slow;
+};
+
+// Both walks from the same frame: their first entries (the return address
+// into this function, from two calls) differ; the rest must not.
+__attribute__((noinline)) Walks walk_both(size_t max = 128) {
+  Walks w;
+  std::vector<uintptr_t> fast(max);
+  long n = capture(fast.data(), max);
+  std::vector<void*> slow(max);
+  int m = backtrace(slow.data(), static_cast<int>(max));
+  if (n > 0) w.fast.assign(fast.begin() + 1, fast.begin() + n);
+  for (int i = 1; i < m; i++) w.slow.push_back(reinterpret_cast<uintptr_t>(slow[i]));
+  asm volatile("" ::: "memory");  // (no jump to the caller: this frame stays)
+  return w;
+}
+
+void expect_same(const Walks& w) {
+  ASSERT_TRUE(roost::unwind::available()) << "the fast walk is built on x86-64 with glibc 2.35";
+  ASSERT_FALSE(w.fast.empty());
+  EXPECT_EQ(w.fast, w.slow);
+}
+
+__attribute__((noinline)) Walks level3() {
+  Walks w = walk_both();
+  asm volatile("" ::: "memory");
+  return w;
+}
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) Walks level2(int n) {
+  volatile char vla[n];  // a frame whose size only rbp knows
+  vla[0] = 1;
+  Walks w = level3();
+  asm volatile("" ::: "memory");
+  return w;
+}
+__attribute__((noinline)) Walks level1(int n) {
+  Walks w = level2(n);
+  asm volatile("" ::: "memory");
+  return w;
+}
+
+TEST(Unwind, SameAsLibgccThroughOrdinaryAndFramePointerFrames) {
+  for (int i = 0; i < 3; i++) expect_same(level1(100 + i * 1000));  // cached the second time
+}
+
+Walks g_from_qsort;
+int compare(const void* a, const void* b) {
+  if (g_from_qsort.fast.empty()) g_from_qsort = walk_both();
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+TEST(Unwind, SameAsLibgccThroughLibc) {
+  int v[] = {3, 1, 2};
+  qsort(v, 3, sizeof(int), compare);
+  expect_same(g_from_qsort);
+}
+
+TEST(Unwind, SameAsLibgccInAThreadToItsFirstFrame) {
+  Walks w;
+  std::thread([&] { w = level1(10); }).join();
+  expect_same(w);
+}
+
+__attribute__((noinline)) Walks recurse(int depth, size_t max) {
+  if (depth == 0) return walk_both(max);
+  Walks w = recurse(depth - 1, max);
+  asm volatile("" ::: "memory");
+  return w;
+}
+
+TEST(Unwind, StopsAtTheDepthAskedFor) {
+  Walks w = recurse(100, 40);
+  EXPECT_EQ(w.fast.size(), 39u);
+  EXPECT_EQ(w.fast, w.slow);
+}
+
+// stack_trace::capture takes the fast walk: what backtrace() returns from
+// the same frame, after stack_trace::capture's own.
+TEST(Unwind, StackTraceCaptureAgrees) {
+  uintptr_t pcs[64];
+  size_t n = roost::stack_trace::capture(pcs, 64);
+  void* slow[64];
+  int m = backtrace(slow, 64);
+  ASSERT_GT(m, 2);
+  ASSERT_EQ(n, static_cast<size_t>(m) + 1);
+  for (int i = 1; i < m; i++) EXPECT_EQ(pcs[i + 1], reinterpret_cast<uintptr_t>(slow[i])) << i;
+}
+
+}  // namespace
