@@ -36,8 +36,8 @@ class Snapshot {
   Snapshot() {
     // Room for the stacks sampled meanwhile too.
     capacity_ = summary().stacks + 256;
-    bytes_ = bits::align_up(capacity_ * sizeof(StackFigures), config::kPageSize);
-    figures_ = static_cast<StackFigures*>(os::reserve_aligned(bytes_, config::kPageSize));
+    bytes_ = bits::align_up(capacity_ * sizeof(StackFigures), os::page_size());
+    figures_ = static_cast<StackFigures*>(os::reserve_aligned(bytes_, os::page_size()));
     if (figures_ != nullptr) count_ = snapshot(figures_, capacity_);
   }
   ~Snapshot() {
