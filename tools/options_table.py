@@ -26,7 +26,6 @@ BEGIN = "<!-- options table: generated from src/options.def by tools/options_tab
 END = "<!-- end of options table -->"
 FIELDS = ("id", "variable", "type", "default", "min", "max", "help")
 TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
-TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
          "kNumber": "number", "kReport": "boolean, `text` or `json`",
          "kProfileMode": "boolean or `leaks`", "kPath": "file path"}
 RANGED = ("kBytes", "kMillis", "kNumber")  # the types whose values column shows the range
