@@ -39,7 +39,8 @@ __attribute__((noinline)) Walks walk_both(size_t max = 128) {
   std::vector<void*> slow(max + kInterceptorFrames);
   int m = backtrace(slow.data(), static_cast<int>(slow.size()));
   if (n > 0) w.fast.assign(fast.begin() + 1, fast.begin() + n);
-  for (int i = 1 + kInterceptorFrames; i < m; i++) w.slow.push_back(reinterpret_cast<uintptr_t>(slow[i]));
+  for (int i = 1 + kInterceptorFrames; i < m; i++)
+    w.slow.push_back(reinterpret_cast<uintptr_t>(slow[i]));
   asm volatile("" ::: "memory");  // (no jump to the caller: this frame stays)
   return w;
 }
