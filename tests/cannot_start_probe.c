@@ -52,13 +52,13 @@ static size_t vm_size(void) {
   return n > 0 ? strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE) : 0;
 }
 
-#define CHECK(cond)                                    \
-  do {                                                 \
-    if (!(cond)) {                                     \
-      fprintf(stderr, "check failed: %s\n", #cond);    \
-      fprintf(stderr, "roost's stderr: %s\n", g_err);  \
-      return 1;                                        \
-    }                                                  \
+#define CHECK(cond)                                   \
+  do {                                                \
+    if (!(cond)) {                                    \
+      fprintf(stderr, "check failed: %s\n", #cond);   \
+      fprintf(stderr, "roost's stderr: %s\n", g_err); \
+      return 1;                                       \
+    }                                                 \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -84,8 +84,7 @@ int main(int argc, char** argv) {
   CHECK(error == ENOMEM);
   CHECK(strncmp(g_err, "roost: cannot start: ", 21) == 0);
   CHECK(strchr(g_err, '\n') == g_err + strlen(g_err) - 1); /* one line */
-  if (limit)
-    CHECK(strstr(g_err, "the address-space limit (ulimit -v) is ") != NULL);
+  if (limit) CHECK(strstr(g_err, "the address-space limit (ulimit -v) is ") != NULL);
   if (page)
     CHECK(strcmp(g_err,
                  "roost: cannot start: the OS's page size is 131072 bytes; roost supports "

@@ -3,14 +3,13 @@
 //
 // Owns: the regions (up to 1 GiB, aligned to their size, lazily committed;
 // backend/address_space.h places and sizes them), their ChunkMeta tables
-// (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of released
-// memory: a released chunk stays "dirty" (its pages resident, reusable
-// without a page fault) for one to two purge delays (ROOST_PURGE_DELAY),
-// then is purged (by the next call that finds the delay passed, or by the
-// service thread while one runs) and merged with its free buddies.  Every chunk handed out is
-// naturally aligned to its size; its first `dirty_pages` pages may hold old
-// bytes, the rest reads as zero.  Must never: be called on a fast path (it
-// takes a lock), decide what chunks are used for, or purge under its lock.
+// (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of
+// released memory: a released chunk stays "dirty" (its pages resident, reusable without a page
+// fault) for one to two purge delays (ROOST_PURGE_DELAY), then is purged (by the next call that
+// finds the delay passed, or by the service thread while one runs) and merged with its free
+// buddies.  Every chunk handed out is naturally aligned to its size; its first `dirty_pages` pages
+// may hold old bytes, the rest reads as zero.  Must never: be called on a fast path (it takes a
+// lock), decide what chunks are used for, or purge under its lock.
 #pragma once
 
 #include <atomic>

@@ -36,8 +36,8 @@ void draw_layout(uintptr_t* window_start, uintptr_t* table_at) {
     if (low < base) base = low > config::kLowestWindowBase ? low : config::kLowestWindowBase;
   }
   *window_start = base + (e % (spread + 1)) * config::kRegion;
-  *table_at = config::kPagemapBase +
-              ((e >> 32) % config::kPagemapSpread << config::kPagemapStepBits);
+  *table_at =
+      config::kPagemapBase + ((e >> 32) % config::kPagemapSpread << config::kPagemapStepBits);
 }
 
 void publish(std::atomic<uintptr_t>* entries, size_t count) {
@@ -91,7 +91,9 @@ bool grows() { return g_grows; }
 
 uintptr_t window_start() { return g_window_start; }
 
-size_t reserved_bytes() { return std::atomic_ref(g_limit).load(std::memory_order_relaxed) * kEntryBytes; }
+size_t reserved_bytes() {
+  return std::atomic_ref(g_limit).load(std::memory_order_relaxed) * kEntryBytes;
+}
 
 void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta) {
   uintptr_t first = base >> config::kGranuleBits;

@@ -222,8 +222,8 @@ class Messenger {
   std::atomic<QueueNode*> sorted_first_{nullptr};
   // The service's own: what its last look saw.
   uint64_t seen_receives_ = 0;
-  bool seen_mail_ = false;   // unsorted mail (or a sort to finish)
-  bool sort_again_ = false;  // its last sort ran out of table
+  bool seen_mail_ = false;           // unsorted mail (or a sort to finish)
+  bool sort_again_ = false;          // its last sort ran out of table
   std::atomic<bool> parked_{false};  // relaxed, behind full fences (set_parked, deliver)
   Outbox outbox_;
   RemoteCache remote_cache_;

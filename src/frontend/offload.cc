@@ -54,7 +54,7 @@ struct Port {
   std::atomic<uint32_t> alloc_head[sizeclass::kCount];
   uint32_t alloc_seen[sizeclass::kCount];  // its last look at alloc_tail
   std::atomic<uint32_t> free_tail;
-  uint32_t free_seen;             // its last look at free_head
+  uint32_t free_seen;  // its last look at free_head
   // Classes it found empty once: the service fills them.  Relaxed: the
   // thread calls service::want() after setting a bit, whose fence and the
   // service's idle handshake make it seen.

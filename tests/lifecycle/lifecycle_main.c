@@ -149,11 +149,11 @@ static void mode_atexit(void) {
 enum { kRounds = 4, kEarly = 8, kKeyThreads = 32, kKeyWaves = 3 };
 
 struct thread_state {
-  uint64_t id;          /* pattern ids of this thread's objects start here */
-  int round;            /* destructor rounds done */
-  void* early[kEarly];  /* allocated by the thread before it exited */
+  uint64_t id;         /* pattern ids of this thread's objects start here */
+  int round;           /* destructor rounds done */
+  void* early[kEarly]; /* allocated by the thread before it exited */
   size_t early_size[kEarly];
-  void* last;           /* allocated in the previous round */
+  void* last; /* allocated in the previous round */
   size_t last_size;
 };
 
@@ -312,7 +312,7 @@ static void mode_exit_race(int from_thread) {
 
 static pthread_mutex_t g_linger_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_linger_cond = PTHREAD_COND_INITIALIZER;
-static int g_linger_state;  /* 1: used the plugin; 2: the plugin is closed */
+static int g_linger_state; /* 1: used the plugin; 2: the plugin is closed */
 static void* (*g_plugin_keep)(size_t);
 
 /* Allocates through the plugin, then waits until main has closed it, and

@@ -8,12 +8,12 @@
 
 /* What the library's constructor did. */
 struct lc_needed_report {
-  int ran;               /* the constructor ran */
-  const char* failure;   /* NULL, or the first check that failed */
-  void* block;           /* allocated and filled (id kLcNeededBlockId), kept */
+  int ran;             /* the constructor ran */
+  const char* failure; /* NULL, or the first check that failed */
+  void* block;         /* allocated and filled (id kLcNeededBlockId), kept */
   size_t block_size;
-  size_t usable_size;    /* malloc_usable_size(block) in the constructor */
-  int key_before_alloc;  /* the key was created before anything was allocated */
+  size_t usable_size;   /* malloc_usable_size(block) in the constructor */
+  int key_before_alloc; /* the key was created before anything was allocated */
 };
 
 enum { kLcNeededBlockId = 4242 };

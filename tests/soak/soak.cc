@@ -165,7 +165,8 @@ std::string verify_object(const void* p, size_t size, uint64_t tag) {
   memcpy(&got, b, 8);
   if (got != tag) return std::string(where) + "tag overwritten";
   size_t bad = find_damage(b, 8, size - 8, tag);
-  if (bad != SIZE_MAX) return std::string(where) + "pattern damaged at offset " + std::to_string(bad);
+  if (bad != SIZE_MAX)
+    return std::string(where) + "pattern damaged at offset " + std::to_string(bad);
   memcpy(&got, b + size - 8, 8);
   if (got != checksum(b, size)) return std::string(where) + "checksum mismatch";
   return "";
@@ -183,9 +184,7 @@ size_t pick_size(std::mt19937_64& rng) {
 // Tags: the top 8 bits say which part of the soak made the object.
 enum Source : uint64_t { kProducer = 1, kChurn = 2, kFork = 3, kRealloc = 4 };
 std::atomic<uint64_t> g_next_seq{1};
-uint64_t new_tag(Source s) {
-  return s << 56 | g_next_seq.fetch_add(1, std::memory_order_relaxed);
-}
+uint64_t new_tag(Source s) { return s << 56 | g_next_seq.fetch_add(1, std::memory_order_relaxed); }
 
 // ---------------------------------------------------------------------------
 // Bookkeeping.
@@ -585,9 +584,9 @@ void realloc_thread(unsigned id, std::vector<Buffer>& bufs, Clock::time_point de
 // Memory samples.
 
 struct Sample {
-  double t;               // seconds since the start
-  double rss_mib;         // resident set
-  double committed_mib;   // roost's bytes_committed
+  double t;              // seconds since the start
+  double rss_mib;        // resident set
+  double committed_mib;  // roost's bytes_committed
 };
 
 double rss_mib() {
@@ -662,13 +661,13 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  printf("soak: %s%s, %.0f s, seed %llu\n", kBuild, kSanitized ? " under a sanitizer" : "",
-         seconds, static_cast<unsigned long long>(seed));
+  printf("soak: %s%s, %.0f s, seed %llu\n", kBuild, kSanitized ? " under a sanitizer" : "", seconds,
+         static_cast<unsigned long long>(seed));
   fflush(stdout);
 
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(seconds));
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
   std::vector<Sample> samples;
@@ -766,13 +765,15 @@ int main(int argc, char** argv) {
          static_cast<unsigned long long>(g_counts.reallocs.load()),
          static_cast<unsigned long long>(g_counts.realloc_moves.load()),
          static_cast<unsigned long long>(g_counts.realloc_cross_thread.load()));
-  printf("  RSS                peak %.1f MiB; first half's peak %.1f, second half's %.1f "
-         "(bound %.1f%s); second half's trend %+.1f MiB/min\n",
-         peak_rss, rss.first, rss.second, rss.limit,
-         kSanitized ? ", not enforced under a sanitizer" : "", rss.slope);
-  printf("  roost committed    first half's peak %.1f MiB, second half's %.1f (bound %.1f); "
-         "second half's trend %+.1f MiB/min\n",
-         committed.first, committed.second, committed.limit, committed.slope);
+  printf(
+      "  RSS                peak %.1f MiB; first half's peak %.1f, second half's %.1f "
+      "(bound %.1f%s); second half's trend %+.1f MiB/min\n",
+      peak_rss, rss.first, rss.second, rss.limit,
+      kSanitized ? ", not enforced under a sanitizer" : "", rss.slope);
+  printf(
+      "  roost committed    first half's peak %.1f MiB, second half's %.1f (bound %.1f); "
+      "second half's trend %+.1f MiB/min\n",
+      committed.first, committed.second, committed.limit, committed.slope);
   printf("  samples            %zu, every 100 ms\n", samples.size());
   if (failures.empty()) {
     printf("soak: PASS\n");

@@ -188,7 +188,7 @@ TEST(ChunkAllocator, PurgeDueAgesDirtyMemoryOnTime) {
   ASSERT_NE(next, UINT64_MAX);
   for (int round = 0; round < 2 && next != UINT64_MAX; round++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    EXPECT_LE(next, os::now_ns());  // due by now
+    EXPECT_LE(next, os::now_ns());                     // due by now
     purged += chunks::purge_due(os::now_ns(), &next);  // young -> old, then purged
   }
   EXPECT_EQ(purged, 4096u);

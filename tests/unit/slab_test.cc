@@ -210,7 +210,8 @@ TEST(Slab, ABatchIsSplicedWholeAndItsSurplusCountsWhenTheSlabWakes) {
   EXPECT_FALSE(slab::return_object(s.m, objects[0]));
   uint32_t n = wake + 9;
   for (uint32_t i = 1; i < n; i++)
-    freelist::set_next(static_cast<FreeObject*>(objects[i]), static_cast<FreeObject*>(objects[i + 1]));
+    freelist::set_next(static_cast<FreeObject*>(objects[i]),
+                       static_cast<FreeObject*>(objects[i + 1]));
   auto* head = static_cast<FreeObject*>(objects[1]);
   auto* tail = static_cast<FreeObject*>(objects[n]);
   slab_batch::Batch b =
