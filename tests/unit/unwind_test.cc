@@ -26,6 +26,14 @@ constexpr int kInterceptorFrames = 1;
 constexpr int kInterceptorFrames = 0;
 #endif
 
+// The fast walk is built for x86-64 only; elsewhere (AArch64) capture()
+// gives up at once and the profiler takes libgcc's walk, so there is
+// nothing of its own to compare.
+#define REQUIRE_FAST_WALK()                                                           \
+  do {                                                                                \
+    if (!roost::unwind::available()) GTEST_SKIP() << "no fast walk on this platform"; \
+  } while (0)
+
 struct Walks {
   std::vector<uintptr_t> fast, slow;
 };
@@ -46,7 +54,6 @@ __attribute__((noinline)) Walks walk_both(size_t max = 128) {
 }
 
 void expect_same(const Walks& w) {
-  ASSERT_TRUE(roost::unwind::available()) << "the fast walk is built on x86-64 with glibc 2.35";
   ASSERT_FALSE(w.fast.empty());
   EXPECT_EQ(w.fast, w.slow);
 }
@@ -69,7 +76,14 @@ __attribute__((noinline)) Walks level1(int n) {
   return w;
 }
 
+#if defined(__x86_64__)
+TEST(Unwind, IsBuiltOnX86_64) {
+  EXPECT_TRUE(roost::unwind::available()) << "the fast walk is built on x86-64 with glibc 2.35";
+}
+#endif
+
 TEST(Unwind, SameAsLibgccThroughOrdinaryAndFramePointerFrames) {
+  REQUIRE_FAST_WALK();
   for (int i = 0; i < 3; i++) expect_same(level1(100 + i * 1000));  // cached the second time
 }
 
@@ -80,12 +94,14 @@ int compare(const void* a, const void* b) {
 }
 
 TEST(Unwind, SameAsLibgccThroughLibc) {
+  REQUIRE_FAST_WALK();
   int v[] = {3, 1, 2};
   qsort(v, 3, sizeof(int), compare);
   expect_same(g_from_qsort);
 }
 
 TEST(Unwind, SameAsLibgccInAThreadToItsFirstFrame) {
+  REQUIRE_FAST_WALK();
   Walks w;
   std::thread([&] { w = level1(10); }).join();
   expect_same(w);
@@ -99,6 +115,7 @@ __attribute__((noinline)) Walks recurse(int depth, size_t max) {
 }
 
 TEST(Unwind, StopsAtTheDepthAskedFor) {
+  REQUIRE_FAST_WALK();
   Walks w = recurse(100, 40);
   EXPECT_EQ(w.fast.size(), 39u);
   EXPECT_EQ(w.fast, w.slow);
