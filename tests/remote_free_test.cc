@@ -259,18 +259,6 @@ struct roost_stats snap() {
   return stats_snapshot();
 }
 
-// Waits (at most `limit`) until every message sent has been received: the
-// threads of a run have exited, so what is still in flight waits in their
-// parked allocators for the service thread, which the mail woke.
-void wait_for_mail_delivered(milliseconds limit) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    struct roost_stats s = snap();
-    if (s.messages_received >= s.messages_sent || std::chrono::steady_clock::now() > until) return;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-}
-
 // Runs `fn` on a new thread and waits for it (prefixed builds keep roost
 // calls off the main thread).
 template <class F>
@@ -529,16 +517,12 @@ bool reset_peak_rss() {
 //   - the RSS at rest after each run, once every message is delivered and
 //     released memory purged (malloc_trim): the last is within 1.3x of the
 //     highest of runs 2 to 5.
-// Under a sanitizer roost's own figures stand in for RSS: at the end of each
-// run the bytes it holds unpurged less those released and waiting for their
-// purge (bytes_committed - bytes_dirty: when the purge comes, the program's
-// next call or the service thread, is a matter of timing, not of growth),
-// and at rest bytes_committed.  That end-of-run figure is one moment, not a
-// peak, taken once the mail of the run's exited threads has been delivered
-// (or 3 s have passed): slabs whose objects are still in flight are timing,
-// not growth (under load the service delivered late in most runs), and the
-// two halves are compared by their medians (a leak or creeping
-// fragmentation moves every run, a late delivery one).
+// Under a sanitizer roost's own figures stand in for RSS: during each run
+// the peak of the bytes it holds unpurged less those released and waiting
+// for their purge (bytes_committed - bytes_dirty, sampled every 2 ms by a
+// watcher thread: when the purge comes, the program's next call or the
+// service thread, is a matter of timing, not of growth), and at rest
+// bytes_committed.
 TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   if (!in_repeat_child())
     GTEST_SKIP() << "runs in the child of RemoteFree.RepeatedRunsDoNotGrowPeakRss";
@@ -549,23 +533,37 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   std::vector<long> peak, rest;
   for (int run = 0; run < runs; run++) {
     if (per_run) reset_peak_rss();
+    std::atomic<bool> done{false};
+    long held_peak = 0;
+    std::thread watcher;
+    if (kSanitized) {
+      watcher = std::thread([&] {
+        while (!done.load()) {
+          struct roost_stats s = snap();
+          held_peak =
+              std::max(held_peak, static_cast<long>((s.bytes_committed - s.bytes_dirty) >> 10));
+          std::this_thread::sleep_for(milliseconds(2));
+        }
+      });
+    }
     // The same amount of work in every run, whatever the machine's load.
     PcResult r = run_producer_consumer(milliseconds(5000), 100 + run, kSanitized ? 1500 : 6000);
+    done.store(true);
+    if (watcher.joinable()) watcher.join();
     ASSERT_EQ(r.error, "") << "run " << run;
     ASSERT_EQ(r.consumed, r.produced) << "run " << run;
-    if (kSanitized) wait_for_mail_delivered(milliseconds(3000));
     struct roost_stats st = snap();
     long hwm = status_kb("VmHWM");
     drain_all_messages();
     struct roost_stats trimmed = snap();
     long rss = status_kb("VmRSS");
-    peak.push_back(kSanitized ? static_cast<long>((st.bytes_committed - st.bytes_dirty) >> 10)
-                              : hwm);
+    peak.push_back(kSanitized ? held_peak : hwm);
     rest.push_back(kSanitized ? static_cast<long>(trimmed.bytes_committed >> 10) : rss);
     printf(
-        "run %d: %llu objects, VmHWM %ld kB; roost: committed %llu kB (dirty %llu kB), in use "
-        "%llu kB, slabs %llu; after malloc_trim: VmRSS %ld kB, committed %llu kB, slabs %llu\n",
-        run + 1, static_cast<unsigned long long>(r.consumed), hwm,
+        "run %d: %llu objects, VmHWM %ld kB; roost: held at most %ld kB, then committed %llu kB "
+        "(dirty %llu kB), in use %llu kB, slabs %llu; after malloc_trim: VmRSS %ld kB, committed "
+        "%llu kB, slabs %llu\n",
+        run + 1, static_cast<unsigned long long>(r.consumed), hwm, held_peak,
         static_cast<unsigned long long>(st.bytes_committed >> 10),
         static_cast<unsigned long long>(st.bytes_dirty >> 10),
         static_cast<unsigned long long>(st.bytes_in_use >> 10),
@@ -574,28 +572,21 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
         static_cast<unsigned long long>(trimmed.slabs));
   }
   fflush(stdout);
-  const char* what = kSanitized ? "roost's bytes_committed - bytes_dirty" : "peak RSS (VmHWM)";
+  const char* what =
+      kSanitized ? "peak of roost's bytes_committed - bytes_dirty" : "peak RSS (VmHWM)";
   size_t half = peak.size() / 2;
-  // The highest of each half for real peaks, the median for moments.
-  auto summary = [](std::vector<long> v) {
-    if (!kSanitized) return *std::max_element(v.begin(), v.end());
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  long first = summary(std::vector<long>(peak.begin(), peak.begin() + half));
-  long last = summary(std::vector<long>(peak.begin() + half, peak.end()));
-  const char* stat = kSanitized ? "median" : "highest";
-  // The figure measures something: a peak RSS always; roost's held bytes at
-  // the end of some run (most runs may end with everything back, when the
-  // service thread delivered and released it all in time).
-  ASSERT_GT(*std::max_element(peak.begin(), peak.end()), 0);
-  // bytes_committed after each run, and VmHWM reset before each, are one
-  // sample per run; only a VmHWM that cannot be reset is cumulative.
+  // The highest of each half.
+  long first = *std::max_element(peak.begin(), peak.begin() + half);
+  long last = *std::max_element(peak.begin() + half, peak.end());
+  // The figure measures something.
+  ASSERT_GT(std::max(first, last), 0);
+  // The watcher's peaks, and VmHWM reset before each run, are one sample per
+  // run; only a VmHWM that cannot be reset is cumulative.
   if (kSanitized || per_run) {
     // 1.3x, plus 8 MiB of slack for the small absolute numbers involved.
     EXPECT_LE(last, first * 13 / 10 + 8 * 1024)
-        << what << " per run: the " << stat << " of runs " << half + 1 << ".." << peak.size()
-        << " is " << last << " kB, of runs 1.." << half << " " << first << " kB";
+        << what << " per run: the highest of runs " << half + 1 << ".." << peak.size() << " is "
+        << last << " kB, of runs 1.." << half << " " << first << " kB";
   } else {
     // Cumulative: the peak after all runs against the peak after half.
     EXPECT_LE(peak.back(), peak[half - 1] * 13 / 10 + 8 * 1024)
