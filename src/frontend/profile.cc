@@ -198,7 +198,8 @@ void start() {
     Inside inside;
     stack_trace::prime();
   }
-  g_on.store(true, std::memory_order_relaxed);
+  // release: pairs with on()'s acquire.
+  g_on.store(true, std::memory_order_release);
 }
 
 bool may_sample() { return !t_inside; }

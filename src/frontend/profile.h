@@ -31,9 +31,13 @@
 
 namespace roost::profile {
 
-// Is the profiler sampling?  Set once at start-up (start()).
+// Is the profiler sampling?  Set once at start-up (start()), by whichever
+// thread started roost, while others may already allocate: acquire, so a
+// thread that sees it set sees the rate and interval start() wrote before
+// (read on slow paths only: a refill through the sampling stand-in, a
+// large allocation).
 extern std::atomic<bool> g_on ROOST_HIDDEN;
-ROOST_INLINE bool on() { return g_on.load(std::memory_order_relaxed); }
+ROOST_INLINE bool on() { return g_on.load(std::memory_order_acquire); }
 
 // Is ROOST_PROFILE set?  (Options read.)  The allocators the pool binds
 // then sample their refills (Allocator::sample_refills).
