@@ -81,7 +81,9 @@ cp "$src/tests/install/probe.c" "$work/recipe/main.c"
   cd "$work/recipe"
   export HOME=$work/recipe/home
   unset LD_LIBRARY_PATH PKG_CONFIG_PATH
-  sed "s|^make install PREFIX=\(.*\)$|cmake --install '$build' --prefix \1 >/dev/null|" <<<"$recipe" |
+  # A cross build compiles with $CC and runs ./main under the emulator.
+  sed -e "s|^make install PREFIX=\(.*\)$|cmake --install '$build' --prefix \1 >/dev/null|" \
+    -e "s|^cc |$cc |" -e "s|^\./main$|${emu[*]:-} ./main|" <<<"$recipe" |
     bash -euo pipefail
 )
 
