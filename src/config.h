@@ -194,12 +194,23 @@ enum class Eviction { kMostObjects, kLeastRecentlyUsed };
 inline constexpr Eviction kBatchItEviction =
     ROOST_BATCHIT_LRU ? Eviction::kLeastRecentlyUsed : Eviction::kMostObjects;
 
-// Messages (batches) an allocator takes from its inbox per visit: bounded
-// work, whatever the batches hold.
-inline constexpr unsigned kInboxBudget = 4096;
+// Messages (batches) an allocator takes from its inbox per visit on the
+// way of a malloc or free: a large inbox is taken in stages, so that no one
+// call pays for thousands of messages (each a cache miss or two: the
+// message and its slab's record), whatever the batches hold.
+inline constexpr unsigned kInboxStage = 256;
 // A size class that runs dry with no freed object at hand visits the inbox
 // up to this many more times before it carves fresh memory.
 inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
+// Back-pressure (frontend/backpressure.h, ROOST_BACKPRESSURE): the adaptive
+// budget of slab bytes a thread whose objects others free may hold before
+// it waits for them, where it starts and how far it may grow; and the
+// longest one wait lasts (it spins, and yields the core now and then, so
+// that the threads it waits for can run).
+inline constexpr uint64_t kBackpressureStartBytes = uint64_t{4} << 20;
+inline constexpr uint64_t kBackpressureMaxBytes = uint64_t{1} << 40;
+inline constexpr uint64_t kBackpressureWaitNs = 100'000;
+inline constexpr unsigned kBackpressureSpinsPerYield = 16;
 
 // Checked build (-DROOST_CHECKED=1): the free fast path verifies that a
 // pointer is exactly an object start (interior pointers are diagnosed);

@@ -59,10 +59,16 @@ void sum_allocators(AllocatorTotals& t) {
     const ClassCounters& c = a.class_counters();
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
       t.allocs[sc] += read_counter(c.allocs[sc]);
-      t.frees[sc] += read_counter(c.frees[sc]) + a.list_balance(sc);
+      t.frees[sc] += read_counter(c.frees[sc]) + a.list_balance(sc) + a.remote_frees_sent(sc);
       t.slabs[sc] += a.slab_count(sc);
     }
     t.messages.add(a.message_counters());
+    // Remote frees still in its BatchIt cache: freed, not sent yet (the
+    // messenger counts them as they leave it).
+    a.for_each_cached_free([&t](unsigned sc, uint32_t n) {
+      t.frees[sc] += n;
+      t.messages.remote_frees += n;
+    });
   });
   chunks::for_each_record(ChunkKind::kSlab, add_slab_free_objects, &t);
   // Frees by threads past their exit hook, and batches the service found
@@ -85,10 +91,12 @@ void take(Snapshot& s) {
   struct roost_stats& out = s.totals;
 #define ROOST_STAT(name, source, description) ROOST_STAT_FROM_##source(name)
 #define ROOST_STAT_FROM_message(name) out.name = t.messages.name;
+#define ROOST_STAT_FROM_message_max(name) out.name = t.messages.name;
 #define ROOST_STAT_FROM_derived(name)
 #include "roost_stats.def"
 #undef ROOST_STAT
 #undef ROOST_STAT_FROM_message
+#undef ROOST_STAT_FROM_message_max
 #undef ROOST_STAT_FROM_derived
   uint64_t allocs = 0, frees = 0, slabs = 0;
   int64_t small_bytes = 0;

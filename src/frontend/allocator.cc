@@ -9,6 +9,9 @@
 #include "backend/large.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
+#include "options.h"
+#include "platform/cpu.h"
+#include "platform/os.h"
 
 namespace roost {
 
@@ -104,9 +107,45 @@ inline void* Allocator::take_other_slab(unsigned sc) {
     receive(false);
     if (FreeObject* list = slabs_.take_from_active(sc)) return hand_out(sc, list);
   }
+  if (ROOST_UNLIKELY(backpressure_.should_wait(
+          slabs_.bytes_held(), read_counter(messenger_.counters().messages_received)))) {
+    if (FreeObject* list = wait_for_mail(sc)) return hand_out(sc, list);
+  }
   if (FreeObject* list = slabs_.carve_fresh(sc, chunks_)) return hand_out(sc, list);
   errno = ENOMEM;
   return nullptr;
+}
+
+FreeObject* Allocator::wait_for_mail(unsigned sc) {
+  Backpressure::Hungry hungry;
+  uint64_t until = os::now_ns() + config::kBackpressureWaitNs;
+  for (unsigned round = 1;; round++) {
+    if (messenger_.has_mail()) {
+      receive(false);
+      FreeObject* list = slabs_.take_from_active(sc);
+      if (list == nullptr) list = slabs_.take_available(sc, chunks_);
+      if (list != nullptr) {
+        backpressure_.waited(true);
+        messenger_.count_wait(true);
+        return list;
+      }
+    }
+    if (os::now_ns() > until) break;
+    if (round % config::kBackpressureSpinsPerYield == 0)
+      os::yield();  // the threads it waits for may need this core
+    else
+      cpu::relax();
+  }
+  backpressure_.waited(false);
+  messenger_.count_wait(false);
+  return nullptr;
+}
+
+void Allocator::attach(bool waits) {
+  messenger_.load_options();
+  backpressure_.load_options(waits && options::get(options::kBackpressure) != 0,
+                             options::get(options::kBackpressureBytes),
+                             read_counter(messenger_.counters().messages_received));
 }
 
 void Allocator::slab_event(ChunkMeta* m) {
@@ -117,8 +156,14 @@ void Allocator::slab_event(ChunkMeta* m) {
   if (visit_inbox()) service::at_safe_point();
 }
 
-void Allocator::free_remote_slow(ChunkMeta* m, void* p) {
-  if (messenger_.send_other(m, p)) post_and_visit();
+void Allocator::free_remote(ChunkMeta* m, void* p) {
+  if (messenger_.send_other(m, p, port_ == nullptr)) after_stretch();
+}
+
+void Allocator::after_stretch() {
+  if (messenger_.stretch_ended() ||
+      (Backpressure::anyone_hungry() && messenger_.outbox_half_used()))
+    post_and_visit();
 }
 
 void Allocator::post_and_visit() {
@@ -143,7 +188,7 @@ uint64_t Allocator::receive(bool all) {
 }
 
 uint64_t Allocator::settle() {
-  messenger_.post();
+  messenger_.post(false);
   uint64_t received = 0;
   // Each round under the inbox (receive(true) waits for it), not after a
   // has_mail() hint: while the service sorts the mail it is in none of the

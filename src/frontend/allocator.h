@@ -7,6 +7,7 @@
 //   SizeClassSlabs  per class: the slabs the fast list is fed from
 //   Messenger       frees of other allocators' objects out, its own back in
 //   ChunkCache      empty chunks kept for new slabs, within the reserve
+//   Backpressure    when a refill waits for its objects to come home
 //   Sampler         with the heap profiler on: where each class's next
 //                   sample falls, and objects held back from its fast list
 // The fast paths (an object off a class's fast list; an object back into a
@@ -29,6 +30,7 @@
 #include "ds/counter.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "frontend/backpressure.h"
 #include "frontend/checks.h"
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
@@ -40,9 +42,11 @@
 namespace roost {
 
 // Small objects allocated by one allocator's thread (hot: every malloc
-// counts), and freed by it into other allocators' slabs (frees into its own
-// slabs are counted from the slabs: SizeClassSlabs::list_balance), per
-// class.  Statistics read them from other threads, approximately.
+// counts), and freed by it onto a full offload's ring, per class.  Its
+// other frees are counted elsewhere: into its own slabs from the slabs
+// (SizeClassSlabs::list_balance), into other allocators' slabs as they are
+// sent (Messenger::sent_by_class).  Statistics read them from other
+// threads, approximately.
 struct ClassCounters {
   uint64_t allocs[sizeclass::kCount] = {};
   uint64_t frees[sizeclass::kCount] = {};
@@ -67,7 +71,9 @@ class Allocator {
   Allocator& operator=(const Allocator&) = delete;
 
   // A thread is taking this allocator: it reads the options it caches.
-  void attach() { messenger_.load_options(); }
+  // `waits`: back-pressure may make it wait for its objects (not the
+  // service thread's own allocator).
+  void attach(bool waits = true);
   // With the heap profiler on, every refill of this (bound) allocator goes
   // through refill_sampled(); the pool says so when a thread takes it.
   void sample_refills(bool on) { stand_in_ = on ? &sampling_stand_in : nullptr; }
@@ -137,17 +143,33 @@ class Allocator {
     return true;
   }
 
-  // An object of a slab another allocator owns: into the BatchIt cache and
-  // the outbox, which is posted (and the inbox visited) when full.  Inline
-  // is the cache's same-slab shortcut.
-  ROOST_INLINE void free_remote(ChunkMeta* m, void* p) {
-    count_event(counters_.frees[m->sizeclass]);
-    if (ROOST_LIKELY(messenger_.send_to_last_slab(m, p))) {
-      if (ROOST_UNLIKELY(messenger_.charge(m->obj_size))) post_and_visit();
-      return;
-    }
-    free_remote_slow(m, p);
+  // The remote-free fast path: `p` (16-byte aligned, in chunk `m`), when
+  // `m` is a slab another allocator owns, joins the batch its class's lane
+  // holds if that batch is of slab `m` (BatchIt's cache: a local append),
+  // and the outbox is charged its bytes; the outbox is posted (and the
+  // inbox visited) when full.  An object start only joins: the object right
+  // after the batch's last one (objects handed over in the order they were
+  // made) is one by construction, any other is tested.  False leaves it to
+  // the caller's slow path: a slab no lane holds, misuse, a thread without
+  // an allocator (the placeholder's lanes hold nothing) or with an offload
+  // port (its lanes never fill: free_remote).
+  [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p) {
+    unsigned sc = m->sizeclass;
+    RemoteCache::Entry* e = messenger_.lane(sc);
+    if (ROOST_UNLIKELY(e->slab != m)) return false;
+    uint32_t size = m->obj_size;
+    auto step = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
+                                      reinterpret_cast<uintptr_t>(e->tail));
+    if (ROOST_UNLIKELY(step != size) && !slab::is_object_start(m, p)) return false;
+    RemoteCache::append(e, static_cast<FreeObject*>(p));
+    if (ROOST_UNLIKELY(messenger_.charge(size))) after_stretch();
+    return true;
   }
+
+  // The remote free's slow path: `p`, an object start of slab `m` that
+  // another allocator owns, into the BatchIt cache (alone, with an offload
+  // port: its ring came first) and the outbox.
+  ROOST_NOINLINE void free_remote(ChunkMeta* m, void* p);
 
   // ---- housekeeping ----
 
@@ -196,6 +218,11 @@ class Allocator {
   const ClassCounters& class_counters() const { return counters_; }
   const MessageCounters& message_counters() const { return messenger_.counters(); }
   uint64_t list_balance(unsigned sc) const { return slabs_.list_balance(sc); }
+  uint64_t remote_frees_sent(unsigned sc) const { return messenger_.sent_by_class(sc); }
+  template <typename Fn>
+  void for_each_cached_free(Fn&& fn) const {
+    messenger_.for_each_cached(fn);
+  }
   uint64_t slab_count() const { return slabs_.slab_count(); }
   uint64_t slab_count(unsigned sc) const { return slabs_.slab_count(sc); }
 
@@ -237,12 +264,18 @@ class Allocator {
     count_event(counters_.allocs[sc]);
     return list;
   }
-  ROOST_NOINLINE void free_remote_slow(ChunkMeta* m, void* p);
   // A free brought slab `m` to its state change.
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
-  // The outbox is full: posts it, and visits the inbox (so a thread that
-  // only frees others' objects still takes its own back).
+  // A stretch of the outbox's room ended: posts it when full, or when
+  // another allocator waits for its objects (Backpressure).
+  ROOST_NOINLINE void after_stretch();
+  // Posts the outbox, and visits the inbox (so a thread that only frees
+  // others' objects still takes its own back).
   ROOST_NOINLINE void post_and_visit();
+  // Back-pressure: class `sc` would take fresh memory; waits (bounded) for
+  // objects of it to come home in the mail.  Returns a list for the fast
+  // list, or nullptr.
+  ROOST_NOINLINE FreeObject* wait_for_mail(unsigned sc);
   // Takes messages from the inbox (see Messenger::receive); returns the
   // objects received.
   ROOST_NOINLINE uint64_t receive(bool all);
@@ -255,6 +288,7 @@ class Allocator {
   SizeClassSlabs slabs_;
   Messenger messenger_;
   ChunkCache chunks_;
+  Backpressure backpressure_;
   StandIn stand_in_;
   offload::Port* port_ = nullptr;
   Sampler sampler_;

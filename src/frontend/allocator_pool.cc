@@ -140,6 +140,7 @@ void postfork(bool child) {
   zero_size::unlock_after_fork(child);
   g_lock.unlock_after_fork(child);
   offload::unlock_after_fork(child);
+  if (child) Backpressure::after_fork_in_child();
 }
 
 void postfork_parent() { postfork(false); }
@@ -215,7 +216,7 @@ Allocator* acquire_detached() {
   if (!global_init()) return nullptr;
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
-  e->allocator.attach();
+  e->allocator.attach(false);          // the service waits for nobody's objects
   e->allocator.sample_refills(false);  // the service's, not the program's
   // Mail posted to it calls the service (the parked-mail hook), which
   // receives it.

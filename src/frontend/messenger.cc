@@ -121,10 +121,13 @@ void Messenger::sort_mail(Look* look) {
 void MessageCounters::add(const MessageCounters& from) {
 #define ROOST_STAT(name, source, description) ROOST_MESSAGE_COUNTER_##source(name)
 #define ROOST_MESSAGE_COUNTER_message(name) name += read_counter(from.name);
+#define ROOST_MESSAGE_COUNTER_message_max(name) \
+  if (uint64_t v = read_counter(from.name); v > name) name = v;
 #define ROOST_MESSAGE_COUNTER_derived(name)
 #include "roost_stats.def"
 #undef ROOST_STAT
 #undef ROOST_MESSAGE_COUNTER_message
+#undef ROOST_MESSAGE_COUNTER_message_max
 #undef ROOST_MESSAGE_COUNTER_derived
 }
 
@@ -134,10 +137,11 @@ void Messenger::load_options() {
   batchit_ = options::get(options::kBatchIt) != 0;
 }
 
-void Messenger::post() {
+void Messenger::post(bool keep_lanes) {
   if constexpr (config::kBatchIt) {
     remote_cache_.flush(
-        [this](const RemoteCache::Entry& e) { file_batch(e.slab, e.head, e.tail, e.count); });
+        [this](const RemoteCache::Batch& b) { file_batch(b.slab, b.head, b.tail, b.count); },
+        keep_lanes);
   }
   // Round r sends every bucket but the home one (this allocator's id bits
   // at the round's shift) to the owner of its first object; the home

@@ -49,14 +49,17 @@ namespace roost {
 struct MessageCounters {
 #define ROOST_STAT(name, source, description) ROOST_MESSAGE_COUNTER_##source(name)
 #define ROOST_MESSAGE_COUNTER_message(name) uint64_t name = 0;
+#define ROOST_MESSAGE_COUNTER_message_max(name) uint64_t name = 0;
 #define ROOST_MESSAGE_COUNTER_derived(name)
 #include "roost_stats.def"
 #undef ROOST_STAT
 #undef ROOST_MESSAGE_COUNTER_message
+#undef ROOST_MESSAGE_COUNTER_message_max
 #undef ROOST_MESSAGE_COUNTER_derived
 
-  // Adds another thread's counters, read while that thread may write them
-  // (statistics are approximate until it rests).
+  // Adds another thread's counters (its highest figures: the higher of
+  // each), read while that thread may write them (statistics are
+  // approximate until it rests).
   void add(const MessageCounters& from);
 };
 
@@ -71,24 +74,29 @@ class Messenger {
   // A thread is taking this allocator: the options it caches.
   void load_options();
 
-  // Sending `p`, an object of slab `m` that another allocator owns, in
-  // two steps so that the caller's fast path stays short: the same-slab
-  // shortcut (counts the free; true when BatchIt's cache took `p` into the
-  // batch of the previous send's slab, which most frees of a run do), then
-  // charge() for its bytes.  Else send_other(), which files it and charges.
-  // Both say whether the outbox is full: the caller then post()s and
-  // receives.
-  ROOST_INLINE bool send_to_last_slab(ChunkMeta* m, void* p) {
-    counters_.remote_frees++;
-    return config::kBatchIt && slab_batch::batches_allowed(m->obj_size) &&
-           remote_cache_.add_to_last(m, p);
-  }
+  // Sending `p`, an object of slab `m` that another allocator owns.  The
+  // caller's fast path (Allocator::try_free_remote) appends it to the batch
+  // of its class's lane when that batch is of slab `m`, then charge()s the
+  // outbox for its bytes; else send_other() files it, into the cache
+  // (`cache`) or alone, and charges.  Both say whether a stretch of the
+  // outbox's room ended: the caller then asks stretch_ended(), and post()s
+  // (and receives) when it says the outbox is full, or when another thread
+  // waits for its objects (Backpressure::anyone_hungry()).
+  ROOST_INLINE RemoteCache::Entry* lane(unsigned sc) const { return remote_cache_.lane(sc); }
   ROOST_INLINE bool charge(uint32_t bytes) { return outbox_.charge(bytes); }
-  inline bool send_other(ChunkMeta* m, void* p);
+  inline bool send_other(ChunkMeta* m, void* p, bool cache);
+  bool stretch_ended() { return outbox_.stretch_ended(); }
+  bool outbox_half_used() const { return outbox_.half_used(); }
+  // Back-pressure made its allocator wait; `fed`: its objects came home.
+  void count_wait(bool fed) {
+    bump_counter(counters_.backpressure_waits);
+    if (fed) bump_counter(counters_.backpressure_waits_fed);
+  }
 
   // Posts the remote cache's batches and every outbox bucket (forwarding
-  // rounds included).
-  void post();
+  // rounds included).  `keep_lanes`: the cache's ways keep their slabs
+  // (RemoteCache::flush); a settle lets them all go.
+  void post(bool keep_lanes = true);
 
   // Could the inbox hold messages, or the service have sorted some?  Four
   // loads, and a hint: a sort in progress holds the mail in none of these
@@ -99,7 +107,7 @@ class Messenger {
            sorted_first_.load(std::memory_order_relaxed) != nullptr;
   }
 
-  // Takes batches from the inbox: at most config::kInboxBudget, or until
+  // Takes batches from the inbox: at most config::kInboxStage, or until
   // it reads empty when `all`.  Each batch of this allocator's objects goes
   // to deliver(ChunkMeta* slab, const slab_batch::Batch&); others are
   // forwarded and posted at once.  First, every slab the service found
@@ -149,6 +157,15 @@ class Messenger {
   // This messenger's counters, those of frees sent alone, and those of
   // batches the service found whole (counted as received).
   const MessageCounters& counters() const { return counters_; }
+  // Objects of class `sc` it sent (remote frees, counted as they leave the
+  // BatchIt cache), read from any thread.
+  uint64_t sent_by_class(unsigned sc) const { return read_counter(sent_by_class_[sc]); }
+  // fn(class, objects) for each batch still in its BatchIt cache (remote
+  // frees not sent yet), read from any thread (RemoteCache::for_each_batch).
+  template <typename Fn>
+  void for_each_cached(Fn&& fn) const {
+    remote_cache_.for_each_batch(fn);
+  }
   static const MessageCounters& alone_counters();
   static const MessageCounters& collected_counters();
 
@@ -164,9 +181,13 @@ class Messenger {
     outbox_.add((dest->id_ >> shift) & Outbox::kMask, node);
   }
   // Seals a batch of objects of slab `m` and files it for the slab's owner.
+  // The objects count as remote frees here, a batch at a time (the free
+  // fast path counts nothing).
   void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
     file(owner_of(m), slab_batch::seal(head, tail, count, m->obj_size), 0);
     bump_counter(counters_.slab_batches_sent);
+    bump_counter(counters_.remote_frees, count);
+    bump_counter(sent_by_class_[m->sizeclass], count);
   }
   // Enqueues first..last in dest's inbox, and calls the mail hook when
   // dest is parked, or when the live-mail flag was clear.
@@ -232,16 +253,15 @@ class Messenger {
   const void* slab_owner_;
   uint32_t id_;
   MessageCounters counters_;
+  uint64_t sent_by_class_[sizeclass::kCount] = {};
 };
 
-bool Messenger::send_other(ChunkMeta* m, void* p) {
-  // send_to_last_slab() counted the free, and missed (as it always does
-  // with BatchIt off: the cache stays empty).
+bool Messenger::send_other(ChunkMeta* m, void* p, bool cache) {
   auto* o = static_cast<FreeObject*>(p);
-  RemoteCache::Entry evicted;
-  if (!config::kBatchIt || !batchit_ || !slab_batch::batches_allowed(m->obj_size)) {
+  RemoteCache::Batch evicted;
+  if (!config::kBatchIt || !batchit_ || !cache || !slab_batch::batches_allowed(m->obj_size)) {
     file_batch(m, o, o, 1);
-  } else if (remote_cache_.add_past_last(m, p, &evicted)) {
+  } else if (remote_cache_.add(m, p, &evicted)) {
     file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
     bump_counter(counters_.batchit_evictions);
   }
@@ -266,7 +286,7 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
   }
   uint64_t batches = 0, objects = 0, forwarded = 0, forwarded_batches = 0;
   const void* mine = slab_owner_;
-  while (all || batches < config::kInboxBudget) {
+  while (all || batches < config::kInboxStage) {
     QueueNode* node = next_batch();
     if (node == nullptr) break;
     batches++;
@@ -286,7 +306,11 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
     }
   }
   release_inbox();
-  if (batches != 0) note_received(batches, objects, forwarded, forwarded_batches);
+  if (batches != 0) {
+    if (!all && batches > counters_.inbox_longest_visit)
+      bump_counter(counters_.inbox_longest_visit, batches - counters_.inbox_longest_visit);
+    note_received(batches, objects, forwarded, forwarded_batches);
+  }
   return objects + restarted;
 }
 

@@ -59,17 +59,51 @@ class Outbox {
   }
 
   // The room: bytes the outbox (and the remote cache in front of it) may
-  // still take before it is posted.  Charging `bytes` says whether the
-  // outbox is full: the room would go below zero (one subtract, and a
-  // branch on its borrow).
-  ROOST_INLINE bool charge(uint32_t bytes) { return __builtin_sub_overflow(room_, bytes, &room_); }
-  // After posting: room for `limit` bytes (ROOST_OUTBOX_BYTES) again.
-  void reset_room(uint64_t limit) { room_ = limit; }
+  // still take before the sender looks at it again.  The limit
+  // (ROOST_OUTBOX_BYTES) is charged in 2^kStretchBits stretches, so that
+  // the sender looks a few times before it is full (whether another thread
+  // waits for its objects: frontend/backpressure.h).  Charging `bytes` says
+  // whether a stretch ended: the room went below zero (one subtract in
+  // place, and a branch on the sign).
+  static constexpr unsigned kStretchBits = 2;
+  ROOST_INLINE bool charge(uint32_t bytes) {
+    room_ -= bytes;
+    return room_ < 0;
+  }
+  // A stretch ended: true when it was the last (the outbox holds its limit:
+  // post it); else the next one starts (what the last charge took past the
+  // stretch's end is not carried over: at most an object per stretch).
+  bool stretch_ended() {
+    if (stretches_left_ == 0) return true;
+    stretches_left_--;
+    room_ = stretch_;
+    return false;
+  }
+  // Half the limit or more is taken: worth posting to a thread that waits
+  // (half: the batches stay long enough to keep posting's cost per object
+  // low; each stretch would post batches of an object or two at random
+  // sizes).
+  bool half_used() const { return stretches_left_ < (1u << kStretchBits) / 2; }
+  // After posting: room for `limit` bytes again (a limit of 2^63 bytes or
+  // more is as good as none).
+  void reset_room(uint64_t limit) {
+    if (limit > uint64_t{INT64_MAX}) limit = uint64_t{INT64_MAX};
+    stretch_ = static_cast<int64_t>(limit >> kStretchBits);
+    if (stretch_ == 0) {
+      room_ = static_cast<int64_t>(limit);
+      stretches_left_ = 0;
+    } else {
+      room_ = stretch_;
+      stretches_left_ = (1u << kStretchBits) - 1;
+    }
+  }
 
  private:
   Bucket buckets_[kBuckets] = {};
   BitSet<kBuckets> filled_;  // the buckets that hold messages
-  uint64_t room_ = 0;
+  int64_t room_ = 0;         // bytes to the end of the stretch; below zero: it ended
+  int64_t stretch_ = 0;
+  unsigned stretches_left_ = 0;
 };
 
 }  // namespace roost

@@ -2,21 +2,33 @@
 //
 // A small set-associative cache in front of the outbox, keyed by slab: a
 // free of another allocator's object joins the batch of its slab if that
-// slab is cached (a local push), else takes a way of its set, evicting one
-// batch if the set is full.  An evicted batch goes to the outbox as one
+// slab is cached (a local append), else takes a way of its set, evicting
+// one batch if the set is full.  An evicted batch goes to the outbox as one
 // message, which its owner splices into the slab in constant time
 // (ds/slab_batch.h).  Sets are chosen by a multiply-shift hash of the slab's
 // metadata address.  Eviction policy (config::kBatchItEviction): the way
 // holding the most objects (the BatchIt paper's), or the least recently used.
 //
-// Owns: the cached batches.  Must never: post anything itself (the caller
-// files what comes out in its outbox), or allocate.
+// Each size class has a lane: the way its latest add used.  A free whose
+// slab is its class's lane's finds the batch with no hashing, also when
+// frees of other classes come between (objects of many sizes handed from
+// one thread to another and freed in the order they were made).  A batch
+// keeps its objects in the order they were freed (appended at its tail),
+// so the owner's free list, and the next objects it hands out, keep it too.
+// Posting takes the batches out but leaves each way that had one with its
+// slab, empty, so the lanes still lead there: a way keeps its slab while
+// frees of it come between one post and the next, and only then.
+//
+// Owns: the cached batches and the lanes.  Must never: post anything itself
+// (the caller files what comes out in its outbox), or allocate.
 #pragma once
 
 #include "backend/chunk_meta.h"
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/bitset.h"
+#include "ds/counter.h"
+#include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
 
 namespace roost {
@@ -28,27 +40,55 @@ class RemoteCache {
 
   static constexpr bool kLru = config::kBatchItEviction == config::Eviction::kLeastRecentlyUsed;
 
-  constexpr RemoteCache() = default;
-  RemoteCache(const RemoteCache&) = delete;  // last_ points into the cache itself
+  constexpr RemoteCache() {
+    for (Entry*& lane : lanes_) lane = &none_;
+  }
+  RemoteCache(const RemoteCache&) = delete;  // lanes_ point into the cache itself
   RemoteCache& operator=(const RemoteCache&) = delete;
 
+  // A way: a slab's batch, head -> ... -> tail in the order they were
+  // freed.  Its `first` stands before the head: its link is the head, and
+  // an empty batch's tail is `first` itself, so an append needs no test.
+  // The fields the free fast path reads come first.
   struct Entry {
     ChunkMeta* slab;  // nullptr: the way is free
-    FreeObject* head;
     FreeObject* tail;
     uint32_t count;
     uint32_t last_use;  // LRU only: the set's clock at the last add
+    FreeObject first;
+  };
+  // A batch taken out of the cache.
+  struct Batch {
+    ChunkMeta* slab;
+    FreeObject* head;
+    FreeObject* tail;
+    uint32_t count;
   };
 
-  // The shortcut for a run of frees into one slab (objects allocated
-  // together, freed together): if the way of the previous add holds slab
-  // `m`, pushes `p` there and returns true, with no hashing.  That way is
-  // the most recently used of its set, so LRU order needs no update.  An
-  // empty cache never matches (its ways hold no slab), so with BatchIt off
-  // this is one failed compare.
-  ROOST_INLINE bool add_to_last(ChunkMeta* m, void* p) {
-    if (ROOST_LIKELY(last_->slab == m)) {
-      push(last_, static_cast<FreeObject*>(p));
+  // Class `sc`'s lane: always a way of this cache (or an empty one that
+  // never holds a slab), so a caller compares its slab with no null test.
+  // Every chunk record's class is at most sizeclass::kCount: 0 until a slab
+  // starts in it, its class while it is a slab, kCount once retired
+  // (slab::retire), whose lane holds nothing: a record that is no longer a
+  // slab never matches the way it had.
+  ROOST_INLINE Entry* lane(unsigned sc) const { return lanes_[sc]; }
+
+  // Appends `o` to the batch of `e` (whose slab holds `o`).  That way is
+  // then the most recently used of its set: LRU order needs no update.
+  static ROOST_INLINE void append(Entry* e, FreeObject* o) {
+    freelist::set_next(e->tail, o);
+    e->tail = o;
+    e->count++;
+  }
+
+  // The shortcut for a run of frees of one class into one slab: if the
+  // class's lane holds slab `m`, appends `p` there and returns true, with
+  // no hashing.  An empty cache never matches (its ways hold no slab), so
+  // with BatchIt off this is one failed compare.
+  ROOST_INLINE bool add_to_lane(ChunkMeta* m, void* p) {
+    Entry* e = lane(m->sizeclass);
+    if (ROOST_LIKELY(e->slab == m)) {
+      append(e, static_cast<FreeObject*>(p));
       return true;
     }
     return false;
@@ -56,50 +96,75 @@ class RemoteCache {
 
   // Adds `p`, an object of slab `m`.  Returns true when a batch had to make
   // room: *evicted then holds it, for the caller to post.
-  bool add(ChunkMeta* m, void* p, Entry* evicted) {
-    return !add_to_last(m, p) && add_past_last(m, p, evicted);
+  bool add(ChunkMeta* m, void* p, Batch* evicted) {
+    return !add_to_lane(m, p) && add_past_lane(m, p, evicted);
   }
 
-  // add() for a caller whose add_to_last() just said no.
-  bool add_past_last(ChunkMeta* m, void* p, Entry* evicted) {
+  // add() for a caller whose add_to_lane() just said no.
+  bool add_past_lane(ChunkMeta* m, void* p, Batch* evicted) {
     auto* o = static_cast<FreeObject*>(p);
     unsigned index = set_of(m);
     Set& set = sets_[index];
     if constexpr (kLru) set.clock++;
     for (Entry& e : set.ways) {
       if (e.slab == m) {
-        push(&e, o);
+        append(&e, o);
         if constexpr (kLru) e.last_use = set.clock;
-        last_ = &e;
+        lanes_[m->sizeclass] = &e;
         return false;
       }
     }
     Entry* victim = pick_victim(set);
-    bool full = victim->slab != nullptr;
-    if (full)
-      *evicted = *victim;
-    else
-      filled_.insert(index);
+    bool full = victim->slab != nullptr && victim->count != 0;
+    if (full) *evicted = take(*victim);
+    if (victim->slab == nullptr) filled_.insert(index);
     victim->slab = m;
-    victim->head = victim->tail = o;
-    victim->count = 1;
+    victim->tail = &victim->first;
+    victim->count = 0;
+    append(victim, o);
     if constexpr (kLru) victim->last_use = set.clock;
-    last_ = victim;
+    lanes_[m->sizeclass] = victim;
     return full;
   }
 
-  // Hands every cached batch to fn(const Entry&) and empties the cache.
-  // Only sets that took a batch since the last flush are looked at.
+  // Hands every cached batch to fn(const Batch&).  With `keep`, a way that
+  // had a batch keeps its slab, empty (its lane still leads there), and a
+  // way that had none since the last call lets its slab go; else every way
+  // is free after.  Only sets that hold a slab are looked at.
   template <typename Fn>
-  void flush(Fn&& fn) {
+  void flush(Fn&& fn, bool keep) {
+    BitSet<kSets> still;
     filled_.for_each([&](unsigned s) {
       for (Entry& e : sets_[s].ways) {
         if (e.slab == nullptr) continue;
-        fn(e);
+        if (e.count != 0) {
+          fn(take(e));
+          if (keep) {
+            still.insert(s);
+            continue;
+          }
+        }
         e.slab = nullptr;
       }
     });
-    filled_.clear();
+    filled_ = still;
+  }
+
+  // For statistics, from any thread: fn(class, objects) for each batch the
+  // cache holds (read while the owner may be changing them: approximate
+  // until it rests, then exact).  Its objects count as freed from the
+  // moment they are.
+  template <typename Fn>
+  ROOST_RACY_READER void for_each_batch(Fn&& fn) const {
+    for (const Set& set : sets_) {
+      for (const Entry& e : set.ways) {
+        const ChunkMeta* slab = ROOST_RACY_LOAD(e.slab, ChunkMeta* const);
+        uint32_t count = ROOST_RACY_LOAD(e.count, uint32_t);
+        if (slab == nullptr || count == 0) continue;
+        unsigned sc = ROOST_RACY_LOAD(slab->sizeclass, uint8_t);
+        if (sc < sizeclass::kCount) fn(sc, count);
+      }
+    }
   }
 
   static unsigned set_of(const ChunkMeta* m) {
@@ -114,16 +179,22 @@ class RemoteCache {
     uint32_t clock;  // LRU only: adds to the set so far
   };
 
-  static ROOST_INLINE void push(Entry* e, FreeObject* o) {
-    freelist::set_next(o, e->head);
-    e->head = o;
-    e->count++;
+  // The batch of `e` (not empty); `e` stays with its slab, empty.
+  static Batch take(Entry& e) {
+    Batch b{e.slab, freelist::next(&e.first), e.tail, e.count};
+    e.tail = &e.first;
+    e.count = 0;
+    return b;
   }
 
+  // A free way, else one whose batch is empty, else by the policy.
   static Entry* pick_victim(Set& set) {
     Entry* victim = &set.ways[0];
     for (Entry& e : set.ways) {
       if (e.slab == nullptr) return &e;
+    }
+    for (Entry& e : set.ways) {
+      if (e.count == 0) return &e;
       if constexpr (!kLru) {
         if (e.count > victim->count) victim = &e;
       } else {
@@ -135,10 +206,9 @@ class RemoteCache {
   }
 
   Set sets_[kSets] = {};
-  BitSet<kSets> filled_;  // the sets that took a batch since the last flush
-  // The way of the latest add: always a way of this cache, so the check in
-  // add() needs no null test (a flushed or reused way no longer matches).
-  Entry* last_ = &sets_[0].ways[0];
+  BitSet<kSets> filled_;  // the sets that hold a slab
+  Entry none_ = {};       // never holds a slab: the lane of no class yet, and of retired slabs
+  Entry* lanes_[sizeclass::kCount + 1];
 };
 
 }  // namespace roost

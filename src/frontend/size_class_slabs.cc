@@ -9,6 +9,7 @@ namespace roost {
 void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache) {
   slab::start(m, sc, owner_);
   bump_counter(slabs_[sc]);
+  bytes_held_ += sizeclass::slab_size(sc);
   make_active(m, cache);
 }
 
@@ -69,6 +70,7 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   bump_counter(list_balance_[sc], slab::free_objects(m));
   slab::retire(m);
   bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
+  bytes_held_ -= sizeclass::slab_size(sc);
   cache.keep(m);
 }
 

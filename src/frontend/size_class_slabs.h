@@ -118,6 +118,8 @@ class SizeClassSlabs {
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) n += slab_count(sc);
     return n;
   }
+  // Bytes of the slabs owned (the owner's own figure: back-pressure).
+  uint64_t bytes_held() const { return bytes_held_; }
 
  private:
   void start(ChunkMeta* m, unsigned sc, ChunkCache& cache);
@@ -143,6 +145,7 @@ class SizeClassSlabs {
   ChunkMeta* spare_[sizeclass::kCount] = {};
   uint64_t slabs_[sizeclass::kCount] = {};         // slabs owned, by class
   uint64_t list_balance_[sizeclass::kCount] = {};  // see list_balance()
+  uint64_t bytes_held_ = 0;                        // see bytes_held()
   const void* owner_;
 };
 

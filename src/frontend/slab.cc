@@ -28,6 +28,11 @@ void retire(ChunkMeta* m) {
   m->owner = nullptr;
   m->free_head = nullptr;
   m->dirty_pages = m->touched_pages;  // overlays `carved`: read first
+  // No class: a BatchIt way may still name this record (RemoteCache keeps
+  // its ways' slabs between posts), and the lane of class kCount holds
+  // none, so a free that finds the record as something else later never
+  // joins that way.
+  m->sizeclass = sizeclass::kCount;
 }
 
 }  // namespace roost::slab

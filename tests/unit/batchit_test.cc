@@ -129,22 +129,73 @@ TEST(RemoteCache, FreesOfOneSlabJoinOneBatch) {
   RemoteCache cache;
   static ChunkMeta slab;
   Objects o;
-  RemoteCache::Entry evicted;
+  RemoteCache::Batch evicted;
   for (size_t i = 0; i < 5; i++) EXPECT_FALSE(cache.add(&slab, o[i], &evicted));
-  std::vector<RemoteCache::Entry> out;
-  cache.flush([&](const RemoteCache::Entry& e) { out.push_back(e); });
+  std::vector<RemoteCache::Batch> out;
+  cache.flush([&](const RemoteCache::Batch& e) { out.push_back(e); }, false);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].slab, &slab);
   EXPECT_EQ(out[0].count, 5u);
-  EXPECT_EQ(out[0].tail, o[0]);  // the first freed is the tail
-  EXPECT_EQ(out[0].head, o[4]);  // the last freed the head
+  // In the order they were freed: the first freed is the head, the last
+  // the tail (the message).
+  EXPECT_EQ(out[0].head, o[0]);
+  EXPECT_EQ(out[0].tail, o[4]);
   size_t n = 0;
-  for (FreeObject* p = out[0].head; p != out[0].tail; p = freelist::next(p)) n++;
+  for (FreeObject* p = out[0].head; p != out[0].tail; p = freelist::next(p)) EXPECT_EQ(p, o[n++]);
   EXPECT_EQ(n, 4u);
   // Flushed: empty now.
   size_t again = 0;
-  cache.flush([&](const RemoteCache::Entry&) { again++; });
+  cache.flush([&](const RemoteCache::Batch&) { again++; }, false);
   EXPECT_EQ(again, 0u);
+}
+
+// Each class has a lane: frees of two classes, alternating, each find their
+// slab's batch with no hashing (add_to_lane), and a slab of a class whose
+// lane holds another slab does not.
+TEST(RemoteCache, EachClassKeepsItsLane) {
+  RemoteCache cache;
+  // Three records in three sets (no evictions).
+  std::vector<ChunkMeta> pool(64);
+  std::vector<ChunkMeta*> picked;
+  std::vector<bool> seen(RemoteCache::kSets);
+  for (ChunkMeta& m : pool) {
+    if (picked.size() < 3 && !seen[RemoteCache::set_of(&m)]) {
+      seen[RemoteCache::set_of(&m)] = true;
+      picked.push_back(&m);
+    }
+  }
+  ASSERT_EQ(picked.size(), 3u);
+  ChunkMeta& a = *picked[0];
+  ChunkMeta& b = *picked[1];
+  ChunkMeta& c = *picked[2];
+  a.sizeclass = 3;
+  b.sizeclass = 7;
+  c.sizeclass = 3;
+  Objects o;
+  RemoteCache::Batch evicted;
+  EXPECT_FALSE(cache.add_to_lane(&a, o[0]));  // nothing cached yet
+  EXPECT_FALSE(cache.add(&a, o[0], &evicted));
+  EXPECT_FALSE(cache.add(&b, o[1], &evicted));
+  for (size_t i = 2; i < 12; i += 2) {
+    EXPECT_TRUE(cache.add_to_lane(&a, o[i])) << i;
+    EXPECT_TRUE(cache.add_to_lane(&b, o[i + 1])) << i;
+  }
+  EXPECT_EQ(cache.lane(3)->slab, &a);
+  EXPECT_EQ(cache.lane(7)->slab, &b);
+  EXPECT_FALSE(cache.add_to_lane(&c, o[20]));  // class 3's lane holds a
+  EXPECT_FALSE(cache.add(&c, o[20], &evicted));
+  EXPECT_EQ(cache.lane(3)->slab, &c);  // now c's
+  std::vector<RemoteCache::Batch> out;
+  cache.flush([&](const RemoteCache::Batch& e) { out.push_back(e); }, false);
+  ASSERT_EQ(out.size(), 3u);
+  for (const RemoteCache::Batch& e : out) {
+    if (e.slab == &a) EXPECT_EQ(e.count, 6u);
+    if (e.slab == &b) EXPECT_EQ(e.count, 6u);
+    if (e.slab == &c) EXPECT_EQ(e.count, 1u);
+  }
+  // Flushed: no lane matches.
+  EXPECT_FALSE(cache.add_to_lane(&a, o[30]));
+  EXPECT_FALSE(cache.add_to_lane(&b, o[31]));
 }
 
 // A full set evicts to make room: the way holding the most objects (or, in
@@ -155,7 +206,7 @@ TEST(RemoteCache, AFullSetEvictsOneWay) {
   ASSERT_EQ(slabs.size(), RemoteCache::kWays + 1) << "no records collide in set 0";
   RemoteCache cache;
   Objects o;
-  RemoteCache::Entry evicted;
+  RemoteCache::Batch evicted;
   size_t next = 0;
   // Way k gets k + 1 objects; the first way is the least recently used.
   for (size_t k = 0; k < RemoteCache::kWays; k++)
@@ -170,20 +221,62 @@ TEST(RemoteCache, AFullSetEvictsOneWay) {
   }
   // The newcomer and the survivors are all still cached.
   size_t batches = 0, objects = 0;
-  cache.flush([&](const RemoteCache::Entry& e) {
-    batches++;
-    objects += e.count;
-    EXPECT_NE(e.slab, evicted.slab);
-  });
+  cache.flush(
+      [&](const RemoteCache::Batch& e) {
+        batches++;
+        objects += e.count;
+        EXPECT_NE(e.slab, evicted.slab);
+      },
+      false);
   EXPECT_EQ(batches, RemoteCache::kWays);
   EXPECT_EQ(objects + evicted.count, next);
+}
+
+// A post keeps each way that had a batch with its slab, empty: the next
+// free of that slab takes its lane again (no hashing), and the next post
+// lets go of a way nothing was freed to meanwhile.  An empty way is
+// evicted before one holding a batch, and gives up nothing.
+TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
+  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 1);
+  ASSERT_EQ(slabs.size(), RemoteCache::kWays + 1) << "no records collide in set 0";
+  for (size_t k = 0; k < slabs.size(); k++) slabs[k]->sizeclass = static_cast<uint8_t>(k);
+  RemoteCache cache;
+  Objects o;
+  RemoteCache::Batch evicted;
+  size_t next = 0;
+  for (size_t k = 0; k < RemoteCache::kWays; k++)
+    ASSERT_FALSE(cache.add(slabs[k], o[next++], &evicted));
+  size_t batches = 0;
+  cache.flush([&](const RemoteCache::Batch& b) { batches += b.count == 1; }, true);
+  EXPECT_EQ(batches, RemoteCache::kWays);
+  // Kept: the lanes still lead to the (empty) ways.
+  for (size_t k = 0; k < RemoteCache::kWays; k++) {
+    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->slab, slabs[k]);
+    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->count, 0u);
+  }
+  EXPECT_TRUE(cache.add_to_lane(slabs[0], o[next++]));
+  // The newcomer takes an empty way, and no batch comes out.
+  EXPECT_FALSE(cache.add(slabs.back(), o[next++], &evicted));
+  std::vector<RemoteCache::Batch> out;
+  cache.flush([&](const RemoteCache::Batch& b) { out.push_back(b); }, true);
+  ASSERT_EQ(out.size(), 2u);
+  for (const RemoteCache::Batch& b : out) {
+    EXPECT_TRUE(b.slab == slabs[0] || b.slab == slabs.back());
+    EXPECT_EQ(b.count, 1u);
+    EXPECT_EQ(b.head, b.tail);
+  }
+  // Nothing freed since: every way lets its slab go.
+  cache.flush([&](const RemoteCache::Batch&) { ADD_FAILURE() << "an empty batch"; }, true);
+  for (size_t k = 0; k < RemoteCache::kWays; k++)
+    EXPECT_FALSE(cache.add_to_lane(slabs[k], o[next++]));
 }
 
 TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
   std::vector<ChunkMeta> pool(256);
   RemoteCache cache;
   Objects o;
-  RemoteCache::Entry evicted;
+  RemoteCache::Batch evicted;
   // One record per set, the whole cache's worth of sets: no evictions.
   std::vector<bool> seen(RemoteCache::kSets);
   size_t added = 0;
@@ -195,7 +288,7 @@ TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
   }
   EXPECT_EQ(added, RemoteCache::kSets) << "the hash misses some sets";
   size_t batches = 0;
-  cache.flush([&](const RemoteCache::Entry&) { batches++; });
+  cache.flush([&](const RemoteCache::Batch&) { batches++; }, false);
   EXPECT_EQ(batches, added);
 }
 
@@ -213,16 +306,17 @@ TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
   std::vector<FreeObject> objects(20000);
   std::vector<std::vector<FreeObject*>> pending(slabs.size());  // added, not out yet
   size_t out_objects = 0, batches = 0;
-  auto take = [&](const RemoteCache::Entry& e) {
+  auto take = [&](const RemoteCache::Batch& e) {
     size_t s = 0;
     while (s < slabs.size() && slabs[s] != e.slab) s++;
     ASSERT_LT(s, slabs.size()) << "a batch of an unknown slab";
     std::vector<FreeObject*>& want = pending[s];
     ASSERT_EQ(e.count, want.size()) << "slab " << s;
+    // In the order they were added: the head first, the tail last.
     FreeObject* p = e.head;
-    for (size_t i = want.size(); i-- > 0; p = freelist::next(p)) {
+    for (size_t i = 0; i < want.size(); i++, p = freelist::next(p)) {
       ASSERT_EQ(p, want[i]) << "slab " << s << ", object " << i;
-      if (i == 0) EXPECT_EQ(p, e.tail);
+      if (i + 1 == want.size()) EXPECT_EQ(p, e.tail);
     }
     out_objects += want.size();
     batches++;
@@ -240,15 +334,15 @@ TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
     for (size_t i = 0; i < run && added < objects.size(); i++) {
       FreeObject* o = &objects[added++];
       pending[s].push_back(o);
-      RemoteCache::Entry evicted;
+      RemoteCache::Batch evicted;
       if (cache.add(slabs[s], o, &evicted)) {
         ASSERT_NE(evicted.slab, slabs[s]);
         take(evicted);
       }
     }
-    if (next_random(50) == 0) cache.flush(take);
+    if (next_random(50) == 0) cache.flush(take, next_random(2) == 0);
   }
-  cache.flush(take);
+  cache.flush(take, false);
   EXPECT_EQ(out_objects, objects.size());
   EXPECT_GT(batches, 1000u);  // evictions happened throughout
   for (const auto& p : pending) EXPECT_TRUE(p.empty());

@@ -60,6 +60,11 @@ void free_local(Allocator& owner, const std::vector<void*>& objects) {
   for (void* p : objects) ASSERT_TRUE(owner.try_free_local(pagemap::lookup(p), p));
 }
 
+// The size class of `objects` (all of one class).
+unsigned objects_class(const std::vector<void*>& objects) {
+  return pagemap::lookup(objects.front())->sizeclass;
+}
+
 // Objects this allocator received for its own slabs (not forwarded).
 uint64_t delivered(const Allocator& a) {
   return a.message_counters().messages_received - a.message_counters().messages_forwarded;
@@ -85,11 +90,16 @@ TEST(Messenger, RemoteFreesWaitUntilPostedThenGoHomeAsOneBatchPerSlab) {
   std::vector<void*> objects = alloc_n(*owner, 100);  // 6400 bytes: one slab
   free_remote(*freer, objects);
   const MessageCounters& sent = freer->message_counters();
-  EXPECT_EQ(sent.remote_frees, 100u);
+  // Counted as they leave the BatchIt cache for the outbox (without
+  // BatchIt, one by one as they are freed).
+  EXPECT_EQ(sent.remote_frees, config::kBatchIt ? 0u : 100u);
+  EXPECT_EQ(freer->remote_frees_sent(objects_class(objects)), sent.remote_frees);
   // Below the outbox's limit nothing is posted.
   EXPECT_EQ(sent.batches_sent, 0u);
   EXPECT_FALSE(owner->visit_inbox());
-  EXPECT_EQ(freer->settle(), 0u);    // posts; nothing came to the freer
+  EXPECT_EQ(freer->settle(), 0u);  // posts; nothing came to the freer
+  EXPECT_EQ(sent.remote_frees, 100u);
+  EXPECT_EQ(freer->remote_frees_sent(objects_class(objects)), 100u);
   EXPECT_EQ(sent.batches_sent, 1u);  // one bucket, one exchange
   EXPECT_EQ(sent.slab_batches_sent, config::kBatchIt ? 1u : 100u);
   EXPECT_TRUE(owner->visit_inbox());

@@ -2,8 +2,8 @@
 // filing nodes under a bucket newest first with the first one filed as the
 // tail, take() handing the whole list over and emptying the bucket, empty(),
 // and for_each_filled() visiting exactly the filled buckets in increasing
-// order, taking each as it goes.  The nodes are the test's own QueueNodes.
-// (The `room` field is not tested here.)
+// order, taking each as it goes; the room, charged in stretches.  The nodes
+// are the test's own QueueNodes.
 #include "frontend/outbox.h"
 
 #include <gtest/gtest.h>
@@ -164,4 +164,48 @@ TEST(Outbox, ForEachFilledToleratesTakingTheBucketItVisits) {
   EXPECT_EQ(nodes, added);
   EXPECT_EQ(filled(box), V{});
   for (unsigned b = 0; b < Outbox::kBuckets; b++) EXPECT_TRUE(box.empty(b)) << b;
+}
+
+// The room: a limit is charged in four stretches; the first three end with
+// stretch_ended() false (the next starts), the fourth says the outbox is
+// full; from the second on, half of it is used.  What a charge takes past a stretch's end is not
+// carried over.
+TEST(Outbox, TheRoomIsChargedInStretches) {
+  Outbox box;
+  box.reset_room(64 * 1024);
+  unsigned ends = 0, bytes = 0;
+  bool full = false;
+  EXPECT_FALSE(box.half_used());
+  while (!full) {
+    bytes += 1000;
+    if (box.charge(1000)) {
+      ends++;
+      full = box.stretch_ended();
+      // Half used (worth posting to a waiting thread) from the second end on.
+      EXPECT_EQ(box.half_used(), ends >= 2) << ends;
+    }
+    ASSERT_LT(bytes, 80 * 1024u) << "never full";
+  }
+  EXPECT_EQ(ends, 1u << Outbox::kStretchBits);
+  // Four stretches of 16 KiB, each ended by the 17th charge of 1000 bytes.
+  EXPECT_EQ(bytes, 4u * 17 * 1000);
+  box.reset_room(64 * 1024);
+  EXPECT_FALSE(box.half_used());
+  EXPECT_FALSE(box.charge(16 * 1024));  // exactly a stretch: not past it
+  EXPECT_TRUE(box.charge(1));
+}
+
+// A limit too small to split posts at its first overflow; 0 at every
+// charge; one beyond 2^63 never fills.
+TEST(Outbox, SmallZeroAndUnboundedLimits) {
+  Outbox box;
+  box.reset_room(3);
+  EXPECT_FALSE(box.charge(3));
+  EXPECT_TRUE(box.charge(1));
+  EXPECT_TRUE(box.stretch_ended());
+  box.reset_room(0);
+  EXPECT_TRUE(box.charge(16));
+  EXPECT_TRUE(box.stretch_ended());
+  box.reset_room(~uint64_t{0});
+  for (int i = 0; i < 1000; i++) ASSERT_FALSE(box.charge(UINT32_MAX));
 }

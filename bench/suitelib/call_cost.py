@@ -1,0 +1,181 @@
+"""bench/call_cost.py: instructions per malloc and per free, thread by thread, under callgrind:
+the producer's malloc and the consumer's remote free in a producer-consumer run, and a local
+free in a single-thread one, for roost and the peers.
+
+Each workload runs once per allocator, preloaded, under `valgrind --tool=callgrind
+--separate-threads=yes`.  A call's cost is what callgrind charges to it inclusively (the
+allocator's own instructions and whatever it calls, the kernel's work excepted), read from
+the calls the benchmark program makes into the allocator's library; a thread's figure is
+the cost of its calls to functions of one kind (allocation: malloc, calloc, ...; free:
+free, cfree, sized and aligned frees, delete) over their number.  So the program's own
+instructions are left out, and every allocator is counted the same way whatever its
+functions are called inside.
+
+    python3 bench/call_cost.py                                  # roost and the peers
+    python3 bench/call_cost.py --allocators roost --sizes 64    # objects of one size
+
+The threads of a producer-consumer run: the one with the most allocation calls is the
+producer, the one with the most free calls the consumer.  With 1 producer and 1 consumer
+(the default) every object the consumer frees is remote: another thread allocated it.
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from . import allocators as allocs
+from .common import REPO
+from .measure import provider_ok, run_env
+
+DEFAULT_ALLOCATORS = "roost,snmalloc,mimalloc-v2,mimalloc-v3,tcmalloc"
+
+# The entry points a program calls, by the names allocators give them (some
+# export aliases: tcmalloc's tc_*).  The names callgrind reports are the
+# symbols at the called addresses.
+ALLOC_NAMES = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign",
+               "valloc", "tc_malloc", "tc_calloc", "tc_realloc", "tc_memalign", "mi_malloc",
+               "_Znwm", "_Znam"}
+FREE_NAMES = {"free", "cfree", "free_sized", "free_aligned_sized", "tc_free", "tc_cfree",
+              "tc_free_sized", "mi_free", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm"}
+
+
+def call_costs(path, program):
+    """{"alloc": (calls, Ir), "free": (calls, Ir)} of one callgrind output file (one thread):
+    calls from `program` (the benchmark's executable) to the allocation and free entry
+    points, inclusive."""
+    program = os.path.realpath(program)
+    names = {"ob": {}, "fn": {}}
+    out = {"alloc": [0, 0], "free": [0, 0]}
+    ob = cfn = None
+    pending = None  # the kind of the call whose cost line comes next
+    ir_index = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                ir_index = line.split()[1:].index("Ir")
+                continue
+            m = re.match(r"^(c?ob|c?fn|cfi|cfl|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$", line)
+            if m:
+                kind, ident, name = m.group(1), m.group(2), m.group(3).strip()
+                table = names["ob"] if kind in ("ob", "cob") else names["fn"] \
+                    if kind in ("fn", "cfn") else None
+                if table is not None:
+                    if ident is not None and name:
+                        table[ident] = name
+                    value = table.get(ident, name) if ident is not None else name
+                    if kind == "ob":
+                        ob = value
+                    elif kind == "cfn":
+                        cfn = value
+                continue
+            if line.startswith("calls="):
+                pending = None
+                if ob and os.path.realpath(ob) == program:
+                    if cfn in ALLOC_NAMES:
+                        pending = "alloc"
+                    elif cfn in FREE_NAMES:
+                        pending = "free"
+                calls = int(line.split("=", 1)[1].split()[0])
+                pending = (pending, calls)
+                continue
+            if pending is not None and line[:1] in "0123456789+-*":
+                kind, calls = pending
+                pending = None
+                if kind is not None:
+                    costs = line.split()[1:]
+                    out[kind][0] += calls
+                    out[kind][1] += int(costs[ir_index]) if ir_index < len(costs) else 0
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def run_threads(build, lib, env_extra, argv, outdir, tag):
+    """Per-thread call costs of one run of bench program argv[0] (list of dicts)."""
+    out = os.path.join(outdir, tag + ".%p")
+    env = run_env(lib, env_extra)
+    cmd = ["valgrind", "--tool=callgrind", "--fair-sched=yes", "--separate-threads=yes",
+           "--dump-instr=no",
+           f"--callgrind-out-file={out}", "--log-file=" + os.path.join(outdir, tag + ".log"),
+           os.path.join(build, "bench", argv[0])] + argv[1:]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [""])[-1]
+        raise RuntimeError(f"exit {r.returncode} under valgrind: {last}")
+    provider = None
+    for line in reversed(r.stdout.splitlines()):
+        m = re.search(r"\bmalloc_from=(\S+)", line)
+        if m:
+            provider = m.group(1)
+            break
+    if not provider_ok(lib, provider):
+        raise RuntimeError(f"preload not in effect under valgrind (malloc from {provider})")
+    program = os.path.join(build, "bench", argv[0])
+    return [call_costs(p, program) for p in sorted(glob.glob(os.path.join(outdir, tag + ".*-*")))]
+
+
+def per_call(pair):
+    calls, ir = pair
+    return ir / calls if calls else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
+    ap.add_argument("--allocators", default=DEFAULT_ALLOCATORS,
+                    help=f"comma-separated (default {DEFAULT_ALLOCATORS}); roost@VAR=VALUE "
+                         "adds environment, as in bench/suite.py")
+    ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"))
+    ap.add_argument("--no-install", action="store_true", help="do not install or build peers")
+    ap.add_argument("--sizes", default="16-2048",
+                    help="object sizes: MIN-MAX (uniform, the suite's xmalloc) or one size")
+    ap.add_argument("-n", type=int, default=200000, help="objects per producer (default 200000)")
+    ap.add_argument("--roost-lib", action="append", default=[], metavar="NAME=PATH",
+                    help="another roost library to measure under NAME (for example a build of "
+                         "an earlier commit)")
+    args = ap.parse_args()
+    lo, _, hi = args.sizes.partition("-")
+    hi = hi or lo
+    chosen = args.allocators.split(",")
+    extra = {}
+    for spec in args.roost_lib:
+        name, sep, path = spec.partition("=")
+        if not sep or not os.path.exists(path):
+            ap.error(f"--roost-lib {spec}: expected NAME=PATH of an existing library")
+        extra[name] = os.path.abspath(path)
+    resolved = allocs.resolve_allocators(chosen, args.build, not args.no_install,
+                                         args.peers_dir, extra)
+    xmalloc = ["bench_xmalloc", "-p", "1", "-c", "1", "-n", str(args.n), "-s", lo, "-S", hi]
+    if lo == hi:
+        local = ["bench_fastpath", "--window", "64", "fixed", lo, str(args.n)]
+    else:
+        local = ["bench_fastpath", "--window", "64", "random", lo, str(min(int(hi), 1024)),
+                 str(args.n)]
+    print(f"Instructions per call (callgrind, inclusive): `{' '.join(xmalloc)}` and "
+          f"`{' '.join(local)}`\n")
+    print("| allocator | producer's malloc | consumer's remote free | local malloc | "
+          "local free |")
+    print("|---|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as outdir:
+        for a in resolved:
+            if a.missing:
+                print(f"| {a.name} | missing: {a.missing} | | | |", flush=True)
+                continue
+            if a.lib is None:
+                print(f"| {a.name} | not measured (no library to preload) | | | |")
+                continue
+            tag = re.sub(r"[^A-Za-z0-9_.-]", "_", a.name)
+            try:
+                threads = run_threads(args.build, a.lib, a.env, xmalloc, outdir, tag + ".pc")
+                single = run_threads(args.build, a.lib, a.env, local, outdir, tag + ".local")
+            except RuntimeError as e:
+                print(f"| {a.name} | not measured: {e} | | | |", flush=True)
+                continue
+            producer = max(threads, key=lambda t: t["alloc"][0])
+            consumer = max(threads, key=lambda t: t["free"][0])
+            main_thread = max(single, key=lambda t: t["free"][0])
+            print(f"| {a.name} | {per_call(producer['alloc']):.1f} | "
+                  f"{per_call(consumer['free']):.1f} | {per_call(main_thread['alloc']):.1f} | "
+                  f"{per_call(main_thread['free']):.1f} |", flush=True)
+    return 0

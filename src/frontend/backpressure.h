@@ -1,0 +1,90 @@
+// frontend/backpressure.h — the allocator as back-pressure (BatchIt §5.2):
+// a thread whose objects other threads free, and that holds more than its
+// budget of slabs, waits a moment for its objects to come home before it
+// takes fresh memory; while it waits it is hungry, and the threads holding
+// its objects post them sooner (they look at the hunger each stretch of
+// their outbox, frontend/outbox.h).
+//
+// A producer that outruns its consumers thus runs at their pace instead of
+// carving memory for the queue between them.  The budget adapts: a wait
+// that brings nothing of the class home (the objects are kept: a cache, a
+// leak, a queue that only grows) doubles it, so such a program pays a few
+// bounded waits in all; holding under a quarter of it halves it again,
+// down to where it started.  ROOST_BACKPRESSURE_BYTES fixes it, and
+// ROOST_BACKPRESSURE=0 turns the whole off.
+//
+// Owns: the budget and the decision to wait; the process-wide count of
+// hungry allocators.  Must never: wait itself (the allocator does, bounded:
+// config::kBackpressureWaitNs), be consulted on a fast path, or make a
+// thread whose objects nobody else has ever freed wait.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "config.h"
+
+namespace roost {
+
+class Backpressure {
+ public:
+  constexpr Backpressure() = default;
+
+  // The options in force, for a thread taking the allocator: `on`, and a
+  // fixed budget (0: adaptive); `received`: the objects the allocator's
+  // inbox has brought home so far (under its earlier threads: the new one
+  // waits only once its own objects have come home).  The service's own
+  // allocator never waits.
+  void load_options(bool on, uint64_t fixed_budget, uint64_t received) {
+    on_ = on;
+    fixed_ = fixed_budget != 0;
+    budget_ = fixed_ ? fixed_budget : config::kBackpressureStartBytes;
+    received_before_ = received;
+  }
+
+  // A refill found no free object of its class and would take fresh
+  // memory: should it wait for its mail first?  `held`: bytes of slabs the
+  // allocator holds; `received`: objects its inbox ever brought home (none
+  // since its thread took it: nobody else frees that thread's objects, and
+  // nothing would come).
+  bool should_wait(uint64_t held, uint64_t received) {
+    if (!on_ || received == received_before_) return false;
+    if (!fixed_ && held < budget_ >> 2 && budget_ > config::kBackpressureStartBytes) budget_ >>= 1;
+    return held >= budget_;
+  }
+
+  // A wait ended; `fed`: it brought objects of the class home.  One that
+  // did not doubles an adaptive budget.
+  void waited(bool fed) {
+    if (!fed && !fixed_ && budget_ < config::kBackpressureMaxBytes) budget_ <<= 1;
+  }
+
+  uint64_t budget() const { return budget_; }
+
+  // While an allocator waits, it is hungry: senders post early.
+  class Hungry {
+   public:
+    // Relaxed: a hint that makes senders post sooner; the waiter looks at
+    // its inbox itself (a post it misses costs it a stretch's delay).
+    Hungry() { g_hungry.fetch_add(1, std::memory_order_relaxed); }
+    ~Hungry() { g_hungry.fetch_sub(1, std::memory_order_relaxed); }
+    Hungry(const Hungry&) = delete;
+    Hungry& operator=(const Hungry&) = delete;
+  };
+  // Does any allocator wait for its objects now?  (A sender's look, once a
+  // stretch of its outbox: one load of a line written only as waits start
+  // and end.)
+  static bool anyone_hungry() { return g_hungry.load(std::memory_order_relaxed) != 0; }
+  // A forked child has only the thread that forked, which was not waiting.
+  static void after_fork_in_child() { g_hungry.store(0, std::memory_order_relaxed); }
+
+ private:
+  static inline std::atomic<uint32_t> g_hungry{0};
+
+  uint64_t budget_ = config::kBackpressureStartBytes;
+  uint64_t received_before_ = 0;
+  bool on_ = false;
+  bool fixed_ = false;
+};
+
+}  // namespace roost

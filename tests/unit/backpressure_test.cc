@@ -1,0 +1,80 @@
+// Back-pressure's decisions (frontend/backpressure.h): when a refill that
+// would take fresh memory waits for its objects first, and how the budget
+// adapts; the hunger count senders read.  Waiting itself is the
+// allocator's (tested through the API in ../backpressure_test.cc).
+#include "frontend/backpressure.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+using namespace roost;
+
+namespace {
+
+constexpr uint64_t kStart = config::kBackpressureStartBytes;
+
+TEST(Backpressure, WaitsOnlyOverItsBudgetAndOnlyWhenObjectsHaveComeHome) {
+  Backpressure b;
+  b.load_options(true, 0, 0);
+  EXPECT_EQ(b.budget(), kStart);
+  EXPECT_FALSE(b.should_wait(kStart - 1, 100));
+  EXPECT_TRUE(b.should_wait(kStart, 100));
+  EXPECT_FALSE(b.should_wait(kStart * 8, 0)) << "nobody ever freed its objects";
+  Backpressure off;
+  off.load_options(false, 0, 0);
+  EXPECT_FALSE(off.should_wait(kStart * 8, 100));
+}
+
+TEST(Backpressure, AThreadTakingAnAllocatorWaitsOnlyOnceItsOwnObjectsCameHome) {
+  Backpressure b;
+  b.load_options(true, 0, 500);  // 500 came home under the allocator's last thread
+  EXPECT_FALSE(b.should_wait(kStart * 8, 500));
+  EXPECT_TRUE(b.should_wait(kStart * 8, 501));
+}
+
+TEST(Backpressure, AFruitlessWaitDoublesTheBudgetAndHoldingLittleHalvesIt) {
+  Backpressure b;
+  b.load_options(true, 0, 0);
+  b.waited(true);  // fed: unchanged
+  EXPECT_EQ(b.budget(), kStart);
+  b.waited(false);
+  b.waited(false);
+  EXPECT_EQ(b.budget(), kStart * 4);
+  EXPECT_FALSE(b.should_wait(kStart * 2, 1));  // half of it: neither waits nor shrinks
+  EXPECT_EQ(b.budget(), kStart * 4);
+  EXPECT_FALSE(b.should_wait(kStart / 2, 1));  // under a quarter: halved
+  EXPECT_EQ(b.budget(), kStart * 2);
+  EXPECT_FALSE(b.should_wait(0, 1));
+  EXPECT_EQ(b.budget(), kStart);
+  EXPECT_FALSE(b.should_wait(0, 1));  // never below where it started
+  EXPECT_EQ(b.budget(), kStart);
+  for (int i = 0; i < 100; i++) b.waited(false);
+  EXPECT_EQ(b.budget(), config::kBackpressureMaxBytes);  // capped
+}
+
+TEST(Backpressure, AFixedBudgetStaysPut) {
+  Backpressure b;
+  b.load_options(true, 1 << 20, 0);
+  EXPECT_EQ(b.budget(), uint64_t{1} << 20);
+  b.waited(false);
+  EXPECT_FALSE(b.should_wait(0, 1));
+  EXPECT_EQ(b.budget(), uint64_t{1} << 20);
+  EXPECT_TRUE(b.should_wait(1 << 20, 1));
+}
+
+TEST(Backpressure, HungerLastsWhileAWaitDoes) {
+  EXPECT_FALSE(Backpressure::anyone_hungry());
+  {
+    Backpressure::Hungry one;
+    EXPECT_TRUE(Backpressure::anyone_hungry());
+    {
+      Backpressure::Hungry two;
+      EXPECT_TRUE(Backpressure::anyone_hungry());
+    }
+    EXPECT_TRUE(Backpressure::anyone_hungry());
+  }
+  EXPECT_FALSE(Backpressure::anyone_hungry());
+}
+
+}  // namespace
