@@ -187,8 +187,8 @@ TEST(OptionsEnv, MalformedMillisecondsWarnAndKeepTheDefault) {
 TEST(OptionsEnv, NegativeBytesWarnAndKeepTheDefault) {
   expect_rejected("ROOST_OUTBOX_BYTES=-5",
                   "roost: ROOST_OUTBOX_BYTES=-5 is not a size in bytes (digits, then optionally "
-                  "k, m, g or t); keeping the default 64k",
-                  "roost: ROOST_OUTBOX_BYTES=64k");
+                  "k, m, g or t); keeping the default 256k",
+                  "roost: ROOST_OUTBOX_BYTES=256k");
 }
 
 TEST(OptionsEnv, BytesPast64BitsWarnAsOutOfRange) {
@@ -329,7 +329,7 @@ TEST(OptionsEnv, PrintOptionsWritesTheOptionsInForce) {
   expect_option_lines(r);
   EXPECT_TRUE(has_line(r.err, "roost: ROOST_PURGE_DELAY=250 (from the environment)"))
       << r.describe();
-  EXPECT_TRUE(has_line(r.err, "roost: ROOST_OUTBOX_BYTES=64k (default)")) << r.describe();
+  EXPECT_TRUE(has_line(r.err, "roost: ROOST_OUTBOX_BYTES=256k (default)")) << r.describe();
   EXPECT_TRUE(has_line(r.err, "roost: ROOST_VERBOSE=0 (default)")) << r.describe();
   // The environment was read at the first allocation: printing does not read
   // it again (one warning, not two).

@@ -261,11 +261,11 @@ TEST(Slab, LargeObjectsComeAndGo) {
 
 // A thread that only frees other threads' objects (a consumer) still takes
 // its own objects back from its inbox: it visits the inbox whenever its
-// outbox is full and posted (64 KiB of frees by default), without
+// outbox is full and posted (256 KiB of frees by default), without
 // allocating anything.
 TEST(Slab, AThreadThatOnlyFreesTakesItsOwnObjectsBack) {
   SKIP_UNDER_OFFLOAD();
-  constexpr size_t kMine = 100, kTheirs = 4000, kSize = 64;  // theirs: 250 KiB
+  constexpr size_t kMine = 100, kTheirs = 12000, kSize = 64;  // theirs: 750 KiB
   std::vector<void*> mine, theirs;
   for (size_t i = 0; i < kMine; i++) mine.push_back(roost_malloc(kSize));
   std::thread other([&] {

@@ -161,9 +161,7 @@ void Allocator::free_remote(ChunkMeta* m, void* p) {
 }
 
 void Allocator::after_stretch() {
-  if (messenger_.stretch_ended() ||
-      (Backpressure::anyone_hungry() && messenger_.outbox_half_used()))
-    post_and_visit();
+  if (messenger_.stretch_ended() || Backpressure::anyone_hungry()) post_and_visit();
 }
 
 void Allocator::post_and_visit() {

@@ -158,10 +158,10 @@ class Allocator {
     RemoteCache::Entry* e = messenger_.lane(sc);
     if (ROOST_UNLIKELY(e->slab != m)) return false;
     uint32_t size = m->obj_size;
-    auto step = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) -
-                                      reinterpret_cast<uintptr_t>(e->tail));
-    if (ROOST_UNLIKELY(step != size) && !slab::is_object_start(m, p)) return false;
-    RemoteCache::append(e, static_cast<FreeObject*>(p));
+    bool follows_tail =
+        reinterpret_cast<uintptr_t>(e->tail) + size == reinterpret_cast<uintptr_t>(p);
+    if (ROOST_UNLIKELY(!follows_tail) && !slab::is_object_start(m, p)) return false;
+    messenger_.append(e, p);
     if (ROOST_UNLIKELY(messenger_.charge(size))) after_stretch();
     return true;
   }

@@ -139,9 +139,15 @@ void Messenger::load_options() {
 
 void Messenger::post(bool keep_lanes) {
   if constexpr (config::kBatchIt) {
+    uint64_t batches = 0, objects = 0;
     remote_cache_.flush(
-        [this](const RemoteCache::Batch& b) { file_batch(b.slab, b.head, b.tail, b.count); },
+        [&](const RemoteCache::Batch& b) {
+          file_batch(b.slab, b.head, b.tail, b.count);
+          batches++;
+          objects += b.count;
+        },
         keep_lanes);
+    if (batches != 0) count_sent(batches, objects);
   }
   // Round r sends every bucket but the home one (this allocator's id bits
   // at the round's shift) to the owner of its first object; the home

@@ -6,8 +6,9 @@
 // allocator's dense id (which picks outbox buckets), and the message
 // counters.  Remote frees are collected per slab in the cache, each slab's
 // as one batch (BatchIt), and filed in the outbox's buckets by owner id;
-// when the outbox holds ROOST_OUTBOX_BYTES it is posted, one atomic
-// exchange per bucket.  Receiving takes a bounded
+// when the outbox holds ROOST_OUTBOX_BYTES (or a stretch of it, when a
+// thread waits for its objects) it is posted, one atomic exchange per
+// bucket.  Receiving takes a bounded
 // number of batches from the inbox, hands each batch of its own to the
 // caller, and forwards the others (home-bucket forwarding: ids that share
 // low bits with ours).
@@ -83,10 +84,12 @@ class Messenger {
   // (and receives) when it says the outbox is full, or when another thread
   // waits for its objects (Backpressure::anyone_hungry()).
   ROOST_INLINE RemoteCache::Entry* lane(unsigned sc) const { return remote_cache_.lane(sc); }
+  ROOST_INLINE void append(RemoteCache::Entry* e, void* p) {
+    remote_cache_.append(e, static_cast<FreeObject*>(p));
+  }
   ROOST_INLINE bool charge(uint32_t bytes) { return outbox_.charge(bytes); }
   inline bool send_other(ChunkMeta* m, void* p, bool cache);
   bool stretch_ended() { return outbox_.stretch_ended(); }
-  bool outbox_half_used() const { return outbox_.half_used(); }
   // Back-pressure made its allocator wait; `fed`: its objects came home.
   void count_wait(bool fed) {
     bump_counter(counters_.backpressure_waits);
@@ -181,13 +184,16 @@ class Messenger {
     outbox_.add((dest->id_ >> shift) & Outbox::kMask, node);
   }
   // Seals a batch of objects of slab `m` and files it for the slab's owner.
-  // The objects count as remote frees here, a batch at a time (the free
-  // fast path counts nothing).
+  // The objects count as remote frees of their class here, a batch at a
+  // time (the free fast path counts nothing); the caller counts the batches
+  // and objects it filed in all (count_sent).
   void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
     file(owner_of(m), slab_batch::seal(head, tail, count, m->obj_size), 0);
-    bump_counter(counters_.slab_batches_sent);
-    bump_counter(counters_.remote_frees, count);
     bump_counter(sent_by_class_[m->sizeclass], count);
+  }
+  void count_sent(uint64_t batches, uint64_t objects) {
+    bump_counter(counters_.slab_batches_sent, batches);
+    bump_counter(counters_.remote_frees, objects);
   }
   // Enqueues first..last in dest's inbox, and calls the mail hook when
   // dest is parked, or when the live-mail flag was clear.
@@ -261,8 +267,10 @@ bool Messenger::send_other(ChunkMeta* m, void* p, bool cache) {
   RemoteCache::Batch evicted;
   if (!config::kBatchIt || !batchit_ || !cache || !slab_batch::batches_allowed(m->obj_size)) {
     file_batch(m, o, o, 1);
+    count_sent(1, 1);
   } else if (remote_cache_.add(m, p, &evicted)) {
     file_batch(evicted.slab, evicted.head, evicted.tail, evicted.count);
+    count_sent(1, evicted.count);
     bump_counter(counters_.batchit_evictions);
   }
   return outbox_.charge(m->obj_size);

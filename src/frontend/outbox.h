@@ -61,8 +61,11 @@ class Outbox {
   // The room: bytes the outbox (and the remote cache in front of it) may
   // still take before the sender looks at it again.  The limit
   // (ROOST_OUTBOX_BYTES) is charged in 2^kStretchBits stretches, so that
-  // the sender looks a few times before it is full (whether another thread
-  // waits for its objects: frontend/backpressure.h).  Charging `bytes` says
+  // the sender looks a few times before it is full: at a stretch's end it
+  // posts early if another thread waits for its objects
+  // (frontend/backpressure.h).  A long outbox makes long batches, and
+  // posting cheap per object; the stretches keep what a waiting thread
+  // waits for to a stretch's worth.  Charging `bytes` says
   // whether a stretch ended: the room went below zero (one subtract in
   // place, and a branch on the sign).
   static constexpr unsigned kStretchBits = 2;
@@ -79,11 +82,6 @@ class Outbox {
     room_ = stretch_;
     return false;
   }
-  // Half the limit or more is taken: worth posting to a thread that waits
-  // (half: the batches stay long enough to keep posting's cost per object
-  // low; each stretch would post batches of an object or two at random
-  // sizes).
-  bool half_used() const { return stretches_left_ < (1u << kStretchBits) / 2; }
   // After posting: room for `limit` bytes again (a limit of 2^63 bytes or
   // more is as good as none).
   void reset_room(uint64_t limit) {

@@ -15,18 +15,23 @@
 // one thread to another and freed in the order they were made).  A batch
 // keeps its objects in the order they were freed (appended at its tail),
 // so the owner's free list, and the next objects it hands out, keep it too.
-// Posting takes the batches out but leaves each way that had one with its
-// slab, empty, so the lanes still lead there: a way keeps its slab while
-// frees of it come between one post and the next, and only then.
 //
-// Owns: the cached batches and the lanes.  Must never: post anything itself
-// (the caller files what comes out in its outbox), or allocate.
+// Flushing takes the batches out and leaves each way with its slab, empty,
+// so the lanes still lead there: the next free of that slab is an append
+// again.  A way keeps its slab until another slab of its set needs it (an
+// empty way is taken before a batch is evicted).  The ways whose batch is
+// not empty are listed as they start one (the append that starts a batch
+// says so: one branch on the fast path), so a flush costs a few
+// instructions per batch and nothing per way that holds none.
+//
+// Owns: the cached batches, the list of those not empty, and the lanes.
+// Must never: post anything itself (the caller files what comes out in its
+// outbox), or allocate.
 #pragma once
 
 #include "backend/chunk_meta.h"
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/bitset.h"
 #include "ds/counter.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
@@ -53,10 +58,16 @@ class RemoteCache {
   struct Entry {
     ChunkMeta* slab;  // nullptr: the way is free
     FreeObject* tail;
-    uint32_t count;
+    // The tail's index in the batch: its objects less one, kNone when it
+    // holds none (so the append that starts a batch wraps it to 0, and one
+    // add-and-branch both counts and tells).
+    uint32_t tail_index;
     uint32_t last_use;  // LRU only: the set's clock at the last add
     FreeObject first;
+
+    uint32_t objects() const { return tail_index + 1; }  // kNone wraps to 0
   };
+  static constexpr uint32_t kNone = ~uint32_t{0};
   // A batch taken out of the cache.
   struct Batch {
     ChunkMeta* slab;
@@ -73,12 +84,13 @@ class RemoteCache {
   // slab never matches the way it had.
   ROOST_INLINE Entry* lane(unsigned sc) const { return lanes_[sc]; }
 
-  // Appends `o` to the batch of `e` (whose slab holds `o`).  That way is
-  // then the most recently used of its set: LRU order needs no update.
-  static ROOST_INLINE void append(Entry* e, FreeObject* o) {
+  // Appends `o` to the batch of `e` (a way of this cache, whose slab holds
+  // `o`), and lists the way when this starts its batch.  That way is then
+  // the most recently used of its set: LRU order needs no update.
+  ROOST_INLINE void append(Entry* e, FreeObject* o) {
     freelist::set_next(e->tail, o);
     e->tail = o;
-    e->count++;
+    if (ROOST_UNLIKELY(++e->tail_index == 0)) started_[started_count_++] = e;
   }
 
   // The shortcut for a run of frees of one class into one slab: if the
@@ -103,8 +115,7 @@ class RemoteCache {
   // add() for a caller whose add_to_lane() just said no.
   bool add_past_lane(ChunkMeta* m, void* p, Batch* evicted) {
     auto* o = static_cast<FreeObject*>(p);
-    unsigned index = set_of(m);
-    Set& set = sets_[index];
+    Set& set = sets_[set_of(m)];
     if constexpr (kLru) set.clock++;
     for (Entry& e : set.ways) {
       if (e.slab == m) {
@@ -115,39 +126,36 @@ class RemoteCache {
       }
     }
     Entry* victim = pick_victim(set);
-    bool full = victim->slab != nullptr && victim->count != 0;
+    bool full = victim->slab != nullptr && victim->tail_index != kNone;
     if (full) *evicted = take(*victim);
-    if (victim->slab == nullptr) filled_.insert(index);
     victim->slab = m;
     victim->tail = &victim->first;
-    victim->count = 0;
-    append(victim, o);
+    if (full) {
+      // Listed already (its batch was not empty): `o` starts the next one.
+      freelist::set_next(victim->tail, o);
+      victim->tail = o;
+      victim->tail_index = 0;
+    } else {
+      victim->tail_index = kNone;
+      append(victim, o);
+    }
     if constexpr (kLru) victim->last_use = set.clock;
     lanes_[m->sizeclass] = victim;
     return full;
   }
 
-  // Hands every cached batch to fn(const Batch&).  With `keep`, a way that
-  // had a batch keeps its slab, empty (its lane still leads there), and a
-  // way that had none since the last call lets its slab go; else every way
-  // is free after.  Only sets that hold a slab are looked at.
+  // Hands every cached batch to fn(const Batch&), the ways listed as they
+  // started one.  With `keep`, every way keeps its slab, empty (its lane
+  // still leads there); else every way is free after.
   template <typename Fn>
   void flush(Fn&& fn, bool keep) {
-    BitSet<kSets> still;
-    filled_.for_each([&](unsigned s) {
-      for (Entry& e : sets_[s].ways) {
-        if (e.slab == nullptr) continue;
-        if (e.count != 0) {
-          fn(take(e));
-          if (keep) {
-            still.insert(s);
-            continue;
-          }
-        }
-        e.slab = nullptr;
+    for (unsigned i = 0; i < started_count_; i++) fn(take(*started_[i]));
+    started_count_ = 0;
+    if (!keep) {
+      for (Set& set : sets_) {
+        for (Entry& e : set.ways) e.slab = nullptr;
       }
-    });
-    filled_ = still;
+    }
   }
 
   // For statistics, from any thread: fn(class, objects) for each batch the
@@ -159,7 +167,7 @@ class RemoteCache {
     for (const Set& set : sets_) {
       for (const Entry& e : set.ways) {
         const ChunkMeta* slab = ROOST_RACY_LOAD(e.slab, ChunkMeta* const);
-        uint32_t count = ROOST_RACY_LOAD(e.count, uint32_t);
+        uint32_t count = ROOST_RACY_LOAD(e.tail_index, uint32_t) + 1;
         if (slab == nullptr || count == 0) continue;
         unsigned sc = ROOST_RACY_LOAD(slab->sizeclass, uint8_t);
         if (sc < sizeclass::kCount) fn(sc, count);
@@ -181,9 +189,9 @@ class RemoteCache {
 
   // The batch of `e` (not empty); `e` stays with its slab, empty.
   static Batch take(Entry& e) {
-    Batch b{e.slab, freelist::next(&e.first), e.tail, e.count};
+    Batch b{e.slab, freelist::next(&e.first), e.tail, e.objects()};
     e.tail = &e.first;
-    e.count = 0;
+    e.tail_index = kNone;
     return b;
   }
 
@@ -194,9 +202,9 @@ class RemoteCache {
       if (e.slab == nullptr) return &e;
     }
     for (Entry& e : set.ways) {
-      if (e.count == 0) return &e;
+      if (e.tail_index == kNone) return &e;
       if constexpr (!kLru) {
-        if (e.count > victim->count) victim = &e;
+        if (e.tail_index > victim->tail_index) victim = &e;
       } else {
         // Unsigned distance from the clock: older uses are further away.
         if (set.clock - e.last_use > set.clock - victim->last_use) victim = &e;
@@ -206,8 +214,11 @@ class RemoteCache {
   }
 
   Set sets_[kSets] = {};
-  BitSet<kSets> filled_;  // the sets that hold a slab
-  Entry none_ = {};       // never holds a slab: the lane of no class yet, and of retired slabs
+  // The ways whose batch is not empty, in the order they started it (each
+  // at most once: a way is listed while its batch holds objects).
+  Entry* started_[kSets * kWays] = {};
+  unsigned started_count_ = 0;
+  Entry none_ = {};  // never holds a slab: the lane of no class yet, and of retired slabs
   Entry* lanes_[sizeclass::kCount + 1];
 };
 

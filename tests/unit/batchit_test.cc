@@ -232,10 +232,10 @@ TEST(RemoteCache, AFullSetEvictsOneWay) {
   EXPECT_EQ(objects + evicted.count, next);
 }
 
-// A post keeps each way that had a batch with its slab, empty: the next
-// free of that slab takes its lane again (no hashing), and the next post
-// lets go of a way nothing was freed to meanwhile.  An empty way is
-// evicted before one holding a batch, and gives up nothing.
+// A post keeps each way with its slab, empty: the next free of that slab
+// takes its lane again (no hashing), and a way keeps its slab until another
+// slab of its set needs it.  An empty way is taken before one holding a
+// batch is evicted, and gives up nothing.
 TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
   std::vector<ChunkMeta> pool(4096);
   std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 1);
@@ -253,7 +253,7 @@ TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
   // Kept: the lanes still lead to the (empty) ways.
   for (size_t k = 0; k < RemoteCache::kWays; k++) {
     EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->slab, slabs[k]);
-    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->count, 0u);
+    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->objects(), 0u);
   }
   EXPECT_TRUE(cache.add_to_lane(slabs[0], o[next++]));
   // The newcomer takes an empty way, and no batch comes out.
@@ -266,10 +266,20 @@ TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
     EXPECT_EQ(b.count, 1u);
     EXPECT_EQ(b.head, b.tail);
   }
-  // Nothing freed since: every way lets its slab go.
+  // Nothing freed since: no batch, and the ways still hold their slabs
+  // (slabs[0]'s, and the newcomer's in place of slabs[1]'s, the empty one).
   cache.flush([&](const RemoteCache::Batch&) { ADD_FAILURE() << "an empty batch"; }, true);
-  for (size_t k = 0; k < RemoteCache::kWays; k++)
-    EXPECT_FALSE(cache.add_to_lane(slabs[k], o[next++]));
+  EXPECT_TRUE(cache.add_to_lane(slabs[0], o[next++]));
+  EXPECT_TRUE(cache.add_to_lane(slabs.back(), o[next++]));
+  EXPECT_FALSE(cache.add_to_lane(slabs[1], o[next++]));
+  for (size_t k = 2; k < RemoteCache::kWays; k++)
+    EXPECT_TRUE(cache.add_to_lane(slabs[k], o[next++]));
+  // A flush that lets the ways go: the lanes lead nowhere after.
+  out.clear();
+  cache.flush([&](const RemoteCache::Batch& b) { out.push_back(b); }, false);
+  EXPECT_EQ(out.size(), RemoteCache::kWays);
+  EXPECT_FALSE(cache.add_to_lane(slabs[0], o[next++]));
+  EXPECT_FALSE(cache.add_to_lane(slabs.back(), o[next++]));
 }
 
 TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
@@ -311,6 +321,7 @@ TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
     while (s < slabs.size() && slabs[s] != e.slab) s++;
     ASSERT_LT(s, slabs.size()) << "a batch of an unknown slab";
     std::vector<FreeObject*>& want = pending[s];
+    ASSERT_NE(e.count, 0u) << "an empty batch, slab " << s;
     ASSERT_EQ(e.count, want.size()) << "slab " << s;
     // In the order they were added: the head first, the tail last.
     FreeObject* p = e.head;

@@ -127,7 +127,7 @@ TEST(Options, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(options::default_value(options::kSlabReserveBytes), 512u << 10);
   EXPECT_EQ(options::default_value(options::kPurgeZero), 1u);
   EXPECT_EQ(options::default_value(options::kPurgeDelayMs), 10u);
-  EXPECT_EQ(options::default_value(options::kOutboxBytes), 64u << 10);
+  EXPECT_EQ(options::default_value(options::kOutboxBytes), 256u << 10);
   EXPECT_EQ(options::default_value(options::kBatchIt), 1u);
   EXPECT_EQ(options::default_value(options::kVerbose), 0u);
   EXPECT_EQ(options::default_value(options::kProfile), options::kProfileOff);

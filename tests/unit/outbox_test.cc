@@ -168,21 +168,18 @@ TEST(Outbox, ForEachFilledToleratesTakingTheBucketItVisits) {
 
 // The room: a limit is charged in four stretches; the first three end with
 // stretch_ended() false (the next starts), the fourth says the outbox is
-// full; from the second on, half of it is used.  What a charge takes past a stretch's end is not
-// carried over.
+// full.  What a charge takes past a stretch's end is not carried over.
 TEST(Outbox, TheRoomIsChargedInStretches) {
   Outbox box;
   box.reset_room(64 * 1024);
   unsigned ends = 0, bytes = 0;
   bool full = false;
-  EXPECT_FALSE(box.half_used());
   while (!full) {
     bytes += 1000;
     if (box.charge(1000)) {
       ends++;
       full = box.stretch_ended();
-      // Half used (worth posting to a waiting thread) from the second end on.
-      EXPECT_EQ(box.half_used(), ends >= 2) << ends;
+      EXPECT_EQ(full, ends == 1u << Outbox::kStretchBits) << ends;
     }
     ASSERT_LT(bytes, 80 * 1024u) << "never full";
   }
@@ -190,7 +187,6 @@ TEST(Outbox, TheRoomIsChargedInStretches) {
   // Four stretches of 16 KiB, each ended by the 17th charge of 1000 bytes.
   EXPECT_EQ(bytes, 4u * 17 * 1000);
   box.reset_room(64 * 1024);
-  EXPECT_FALSE(box.half_used());
   EXPECT_FALSE(box.charge(16 * 1024));  // exactly a stretch: not past it
   EXPECT_TRUE(box.charge(1));
 }
