@@ -9,8 +9,8 @@
 // carving memory for the queue between them.  The budget adapts: a wait
 // that brings nothing of the class home (the objects are kept: a cache, a
 // leak, a queue that only grows) doubles it, so such a program pays a few
-// bounded waits in all; holding under a quarter of it halves it again,
-// down to where it started.  ROOST_BACKPRESSURE_BYTES fixes it, and
+// bounded waits in all; holding under a quarter of it (and at least where
+// it started) halves it again.  ROOST_BACKPRESSURE_BYTES fixes it, and
 // ROOST_BACKPRESSURE=0 turns the whole off.
 //
 // Owns: the budget and the decision to wait; the process-wide count of
@@ -34,11 +34,19 @@ class Backpressure {
   // fixed budget (0: adaptive); `received`: the objects the allocator's
   // inbox has brought home so far (under its earlier threads: the new one
   // waits only once its own objects have come home).  The service's own
-  // allocator never waits.
+  // allocator never waits.  An adaptive budget keeps what the allocator's
+  // earlier threads taught it: threads that take a pooled allocator in
+  // turn (a pool's workers, generations of threads) mostly do the same
+  // work, and starting each from the start would cost each its own
+  // fruitless waits.
   void load_options(bool on, uint64_t fixed_budget, uint64_t received) {
     on_ = on;
+    bool was_fixed = fixed_;
     fixed_ = fixed_budget != 0;
-    budget_ = fixed_ ? fixed_budget : config::kBackpressureStartBytes;
+    if (fixed_)
+      budget_ = fixed_budget;
+    else if (was_fixed)
+      budget_ = config::kBackpressureStartBytes;
     received_before_ = received;
   }
 
@@ -46,10 +54,13 @@ class Backpressure {
   // memory: should it wait for its mail first?  `held`: bytes of slabs the
   // allocator holds; `received`: objects its inbox ever brought home (none
   // since its thread took it: nobody else frees that thread's objects, and
-  // nothing would come).
+  // nothing would come).  An adaptive budget halves while the allocator
+  // holds under a quarter of it but at least the starting budget: a thread
+  // that settled well below what it once needed; not one that has just
+  // taken the allocator and holds little yet.
   bool should_wait(uint64_t held, uint64_t received) {
     if (!on_ || received == received_before_) return false;
-    if (!fixed_ && held < budget_ >> 2 && budget_ > config::kBackpressureStartBytes) budget_ >>= 1;
+    if (!fixed_ && held < budget_ >> 2 && held >= config::kBackpressureStartBytes) budget_ >>= 1;
     return held >= budget_;
   }
 

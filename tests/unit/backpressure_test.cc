@@ -40,17 +40,41 @@ TEST(Backpressure, AFruitlessWaitDoublesTheBudgetAndHoldingLittleHalvesIt) {
   EXPECT_EQ(b.budget(), kStart);
   b.waited(false);
   b.waited(false);
+  b.waited(false);
+  EXPECT_EQ(b.budget(), kStart * 8);
+  EXPECT_FALSE(b.should_wait(kStart * 4, 1));  // half of it: neither waits nor shrinks
+  EXPECT_EQ(b.budget(), kStart * 8);
+  EXPECT_FALSE(b.should_wait(kStart, 1));  // under a quarter, and at least the start: halved
   EXPECT_EQ(b.budget(), kStart * 4);
-  EXPECT_FALSE(b.should_wait(kStart * 2, 1));  // half of it: neither waits nor shrinks
+  EXPECT_FALSE(b.should_wait(kStart, 1));  // a quarter of it: kept
   EXPECT_EQ(b.budget(), kStart * 4);
-  EXPECT_FALSE(b.should_wait(kStart / 2, 1));  // under a quarter: halved
-  EXPECT_EQ(b.budget(), kStart * 2);
+  // Holding little (a thread that has just taken the allocator): kept.
+  EXPECT_FALSE(b.should_wait(kStart / 2, 1));
   EXPECT_FALSE(b.should_wait(0, 1));
-  EXPECT_EQ(b.budget(), kStart);
-  EXPECT_FALSE(b.should_wait(0, 1));  // never below where it started
-  EXPECT_EQ(b.budget(), kStart);
+  EXPECT_EQ(b.budget(), kStart * 4);
+  // Never below where it started.
+  Backpressure c;
+  c.load_options(true, 0, 0);
+  EXPECT_FALSE(c.should_wait(0, 1));
+  EXPECT_FALSE(c.should_wait(kStart / 8, 1));
+  EXPECT_EQ(c.budget(), kStart);
   for (int i = 0; i < 100; i++) b.waited(false);
   EXPECT_EQ(b.budget(), config::kBackpressureMaxBytes);  // capped
+}
+
+// A thread taking the allocator after another keeps the budget its
+// predecessors taught it (unless a fixed budget is set, or was).
+TEST(Backpressure, TheNextThreadKeepsAnAdaptiveBudget) {
+  Backpressure b;
+  b.load_options(true, 0, 0);
+  b.waited(false);
+  b.waited(false);
+  b.load_options(true, 0, 10);
+  EXPECT_EQ(b.budget(), kStart * 4);
+  b.load_options(true, 1 << 20, 10);
+  EXPECT_EQ(b.budget(), uint64_t{1} << 20);
+  b.load_options(true, 0, 10);
+  EXPECT_EQ(b.budget(), kStart);
 }
 
 TEST(Backpressure, AFixedBudgetStaysPut) {
