@@ -44,17 +44,6 @@ void t_free(void* p) { free(p); }
 void t_trim() { malloc_trim(0); }
 #endif
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-
 // A queue of blocks of objects between threads, unbounded (the program has
 // no back-pressure of its own).
 class Queue {

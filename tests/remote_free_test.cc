@@ -76,21 +76,6 @@ bool batchit_on() {
 #endif
 }
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-// Under a sanitizer the process's RSS is mostly the sanitizer's: shadow
-// memory for every address touched, ASan's quarantine of the harness's own
-// (system-malloc) allocations, TSan's per-thread and sync-object state.
-// Memory bounds are then checked on roost's own bytes_committed instead.
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 constexpr size_t kKiB = 1024;
 constexpr size_t kMiB = 1024 * 1024;
 constexpr size_t kMaxSmall = 256 * kKiB;  // roost's small/large boundary (src/config.h)

@@ -25,6 +25,23 @@
 
 namespace roost_test {
 
+// Built under ThreadSanitizer, or under either sanitizer.  Under a sanitizer
+// the process's RSS is mostly the sanitizer's (shadow memory for every
+// address touched, ASan's quarantine of the harness's own system-malloc
+// allocations, TSan's per-thread and sync-object state), and its slowdown
+// of each thread differs: memory bounds are checked on roost's own
+// bytes_committed, and timing-dependent figures only without one.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kTsan = true;
+#else
+inline constexpr bool kTsan = false;
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // ---------------------------------------------------------------------------
 // Keeping the compiler from reasoning about allocations.
 
