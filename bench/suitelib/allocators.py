@@ -76,6 +76,20 @@ def git_commit():
     return commit, dirty, subject
 
 
+def parse_roost_libs(specs, error):
+    """--roost-lib's values (roost-NAME=PATH each) as {name: absolute path}; error(message)
+    is called (and must not return) on a malformed one or a missing file."""
+    libs = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not name.startswith(ROOST + "-") or name in VARIANTS or not path:
+            error(f"--roost-lib {spec}: expected roost-NAME=PATH, NAME not a variant's")
+        if not os.path.exists(path):
+            error(f"--roost-lib {spec}: {path} does not exist")
+        libs[name] = os.path.abspath(path)
+    return libs
+
+
 def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
     """Allocators in table order. chosen: list of names, or None for the default set.
     extra_libs: name -> path of other roost libraries (--roost-lib)."""

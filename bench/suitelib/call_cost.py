@@ -138,12 +138,7 @@ def main():
     lo, _, hi = args.sizes.partition("-")
     hi = hi or lo
     chosen = args.allocators.split(",")
-    extra = {}
-    for spec in args.roost_lib:
-        name, sep, path = spec.partition("=")
-        if not sep or not os.path.exists(path):
-            ap.error(f"--roost-lib {spec}: expected NAME=PATH of an existing library")
-        extra[name] = os.path.abspath(path)
+    extra = allocs.parse_roost_libs(args.roost_lib, ap.error)
     resolved = allocs.resolve_allocators(chosen, args.build, not args.no_install,
                                          args.peers_dir, extra)
     xmalloc = ["bench_xmalloc", "-p", "1", "-c", "1", "-n", str(args.n), "-s", lo, "-S", hi]

@@ -13,7 +13,8 @@ import tempfile
 import time
 
 from . import docs, measure, plots, report
-from .allocators import GLIBC, ROOST, VARIANTS, git_commit, machine_info, resolve_allocators
+from .allocators import (GLIBC, ROOST, VARIANTS, git_commit, machine_info, parse_roost_libs,
+                         resolve_allocators)
 from .common import BENCH_DIR, REPO, log, parse_list, rel
 from .peers import DEFAULT_PEERS, OPT_IN_PEERS, PEER_NAMES
 from .workloads import (DEFAULT_THREADS_FULL, SELF_TEST_WORKLOADS, WORKLOADS, make_cases,
@@ -195,14 +196,7 @@ def main(argv=None, table=WORKLOADS):
     for key, why in not_built.items():
         log(f"suite: workload {key} not built: {why}")
 
-    extra_libs = {}
-    for spec in opts.roost_lib:
-        name, _, path = spec.partition("=")
-        if not name.startswith(ROOST + "-") or name in VARIANTS or not path:
-            ap.error(f"--roost-lib {spec}: expected roost-NAME=PATH, NAME not a variant's")
-        if not os.path.exists(path):
-            ap.error(f"--roost-lib {spec}: {path} does not exist")
-        extra_libs[name] = os.path.abspath(path)
+    extra_libs = parse_roost_libs(opts.roost_lib, ap.error)
     chosen = parse_list(opts.allocators) if opts.allocators else None
     if chosen:
         known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES) | set(extra_libs)

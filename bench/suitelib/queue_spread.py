@@ -55,7 +55,8 @@ def main():
                     help=f"comma-separated (default {DEFAULT_ALLOCATORS}); NAME@VAR=VALUE adds "
                          "environment, as in bench/suite.py")
     ap.add_argument("--roost-lib", action="append", default=[], metavar="NAME=PATH",
-                    help="another roost library (e.g. an earlier commit's) as allocator NAME")
+                    help="another roost library (e.g. an earlier commit's) as allocator "
+                         "roost-NAME")
     ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"))
     ap.add_argument("--no-install", action="store_true", help="do not install or build peers")
     ap.add_argument("--pairs", default="1,4", help="producer = consumer counts (default 1,4)")
@@ -63,7 +64,7 @@ def main():
     ap.add_argument("-n", type=int, default=1000000,
                     help="objects in all, split between the producers (default 1000000)")
     args = ap.parse_args()
-    extra = dict(x.split("=", 1) for x in args.roost_lib)
+    extra = allocs.parse_roost_libs(args.roost_lib, ap.error)
     resolved = allocs.resolve_allocators(args.allocators.split(","), args.build,
                                          not args.no_install, args.peers_dir, extra)
     missing = [a for a in resolved if a.missing or a.lib is None and a.name != "glibc"]
