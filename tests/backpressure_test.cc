@@ -204,6 +204,9 @@ TEST(BackpressureChild, ASlowConsumersProducer) {
 // them holds most of the 75 MB.
 TEST(Backpressure, AProducerKeepsItsConsumersPace) {
   REQUIRE_ROOST();
+  // Under full offload threads allocate from the service's rings, whose
+  // allocator never waits: back-pressure does not apply.
+  SKIP_UNDER_OFFLOAD();
   if (in_child()) GTEST_SKIP() << "not in a child";
   if (kSanitized)
     GTEST_SKIP() << "not under a sanitizer: its slowdown of the two threads differs, and the "
@@ -232,6 +235,7 @@ TEST(Backpressure, AProducerKeepsItsConsumersPace) {
 // config::kBackpressureWaitNs), not one per slab.
 TEST(Backpressure, AConsumerThatKeepsObjectsStallsItsProducerAFewTimesOnly) {
   REQUIRE_ROOST();
+  SKIP_UNDER_OFFLOAD();
   if (in_child()) GTEST_SKIP() << "not in a child";
   if (!env_option_on("ROOST_BACKPRESSURE", true)) GTEST_SKIP() << "ROOST_BACKPRESSURE=0";
   if (getenv("ROOST_BACKPRESSURE_BYTES") != nullptr) GTEST_SKIP() << "a fixed budget";
