@@ -113,33 +113,12 @@ class Watcher {
 
 bool in_child() { return getenv("ROOSTTEST_BACKPRESSURE_CHILD") != nullptr; }
 
-// Runs this program's test `test` in a fresh process with `env` (VAR=VALUE
-// each) added; returns what it printed, and whether it passed.
+// Runs this program's test `test` in a fresh process marked as the
+// child, with `env` (VAR=VALUE each) added; returns what it printed, and
+// whether it passed.
 bool run_child(const std::string& test, std::vector<std::string> env, std::string* out) {
-  int fds[2];
-  if (pipe(fds) != 0) return false;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    setenv("ROOSTTEST_BACKPRESSURE_CHILD", "1", 1);
-    for (const std::string& kv : env) putenv(strdup(kv.c_str()));
-    alarm(240);
-    std::string filter = "--gtest_filter=" + test;
-    char exe[] = "/proc/self/exe";
-    char* argv[] = {exe, filter.data(), nullptr};
-    execv(exe, argv);
-    _exit(127);
-  }
-  close(fds[1]);
-  int status = collect_child(fds[0], pid, out);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-         out->find("[  PASSED  ] 1 test") != std::string::npos;
+  env.push_back("ROOSTTEST_BACKPRESSURE_CHILD=1");
+  return passed(run_case_in_fresh_process(test, env, out), *out);
 }
 
 // The number after `key=` in `out`, or -1.

@@ -591,28 +591,10 @@ TEST(RemoteFree, RepeatedRunsDoNotGrowPeakRss) {
     GTEST_SKIP() << "not under ThreadSanitizer: its shadow and sync-object memory grow with "
                     "every address and thread touched, so neither RSS nor the run time "
                     "(ten runs) fits; ProducerConsumer gives the race coverage";
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    setenv("ROOSTTEST_REPEAT_CHILD", "1", 1);
-    alarm(240);  // survives exec: a hang ends the child
-    char filter[] = "--gtest_filter=RemoteFreeRepeatChild.TenRunsPeakRssLevelsOff";
-    char exe[] = "/proc/self/exe";
-    char* argv[] = {exe, filter, nullptr};
-    execv(exe, argv);
-    _exit(127);
-  }
-  close(fds[1]);
   std::string out;
-  int status = collect_child(fds[0], pid, &out);
+  int status = run_case_in_fresh_process("RemoteFreeRepeatChild.TenRunsPeakRssLevelsOff",
+                                         {"ROOSTTEST_REPEAT_CHILD=1"}, &out);
+  ASSERT_NE(status, -1) << "could not start the child";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "child "
       << (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "pattern.h"
 #include "roost.h"
@@ -258,6 +259,45 @@ inline int collect_child(int fd, pid_t pid, std::string* out) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return status;
+}
+
+// Runs this program's gtest case `test` in a fresh process (the binary
+// again, through /proc/self/exe) with `env` (VAR=VALUE each) added, its
+// stdout and stderr into *out, ended by SIGALRM after 240 s.  Returns its
+// wait status, or -1 when it could not be started.  passed() says whether
+// a status and output are the case's pass.
+inline int run_case_in_fresh_process(const std::string& test, const std::vector<std::string>& env,
+                                     std::string* out) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    for (const std::string& kv : env) putenv(strdup(kv.c_str()));
+    alarm(240);  // survives exec: a hang ends the child
+    std::string filter = "--gtest_filter=" + test;
+    char exe[] = "/proc/self/exe";
+    char* argv[] = {exe, filter.data(), nullptr};
+    execv(exe, argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  return collect_child(fds[0], pid, out);
+}
+
+inline bool passed(int status, const std::string& out) {
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+         out.find("[  PASSED  ] 1 test") != std::string::npos;
 }
 
 // Runs `body` in a forked child with stderr captured, killed by SIGALRM

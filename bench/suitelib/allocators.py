@@ -90,6 +90,29 @@ def parse_roost_libs(specs, error):
     return libs
 
 
+def add_allocator_args(ap, default):
+    """The options of a measuring script that takes allocators as bench/suite.py names them:
+    --build, --allocators (`default` when not given), --roost-lib, --peers-dir, --no-install.
+    allocators_from_args() resolves them."""
+    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"),
+                    help="where libroost.so and bench/bench_* are (default build/release)")
+    ap.add_argument("--allocators", default=default,
+                    help=f"comma-separated (default {default}); NAME@VAR=VALUE adds "
+                         "environment, as in bench/suite.py")
+    ap.add_argument("--roost-lib", action="append", default=[], metavar="roost-NAME=PATH",
+                    help="another roost library (e.g. an earlier commit's) as allocator "
+                         "roost-NAME (repeatable)")
+    ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"))
+    ap.add_argument("--no-install", action="store_true", help="do not install or build peers")
+
+
+def allocators_from_args(ap, args):
+    """The allocators add_allocator_args()'s options chose, resolved (resolve_allocators)."""
+    extra = parse_roost_libs(args.roost_lib, ap.error)
+    return resolve_allocators(args.allocators.split(","), args.build, not args.no_install,
+                              args.peers_dir, extra)
+
+
 def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
     """Allocators in table order. chosen: list of names, or None for the default set.
     extra_libs: name -> path of other roost libraries (--roost-lib)."""

@@ -27,7 +27,6 @@ import sys
 import tempfile
 
 from . import allocators as allocs
-from .common import REPO
 from .measure import provider_ok, run_env
 
 DEFAULT_ALLOCATORS = "roost,snmalloc,mimalloc-v2,mimalloc-v3,tcmalloc"
@@ -122,25 +121,14 @@ def per_call(pair):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
-    ap.add_argument("--allocators", default=DEFAULT_ALLOCATORS,
-                    help=f"comma-separated (default {DEFAULT_ALLOCATORS}); roost@VAR=VALUE "
-                         "adds environment, as in bench/suite.py")
-    ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"))
-    ap.add_argument("--no-install", action="store_true", help="do not install or build peers")
+    allocs.add_allocator_args(ap, DEFAULT_ALLOCATORS)
     ap.add_argument("--sizes", default="16-2048",
                     help="object sizes: MIN-MAX (uniform, the suite's xmalloc) or one size")
     ap.add_argument("-n", type=int, default=200000, help="objects per producer (default 200000)")
-    ap.add_argument("--roost-lib", action="append", default=[], metavar="NAME=PATH",
-                    help="another roost library to measure under NAME (for example a build of "
-                         "an earlier commit)")
     args = ap.parse_args()
     lo, _, hi = args.sizes.partition("-")
     hi = hi or lo
-    chosen = args.allocators.split(",")
-    extra = allocs.parse_roost_libs(args.roost_lib, ap.error)
-    resolved = allocs.resolve_allocators(chosen, args.build, not args.no_install,
-                                         args.peers_dir, extra)
+    resolved = allocs.allocators_from_args(ap, args)
     xmalloc = ["bench_xmalloc", "-p", "1", "-c", "1", "-n", str(args.n), "-s", lo, "-S", hi]
     if lo == hi:
         local = ["bench_fastpath", "--window", "64", "fixed", lo, str(args.n)]

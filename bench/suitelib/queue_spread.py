@@ -21,7 +21,6 @@ import subprocess
 import sys
 
 from . import allocators as allocs
-from .common import REPO
 from .measure import provider_ok, run_env
 
 DEFAULT_ALLOCATORS = "roost,mimalloc,tcmalloc"
@@ -50,23 +49,13 @@ def spread(values):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(REPO, "build", "release"))
-    ap.add_argument("--allocators", default=DEFAULT_ALLOCATORS,
-                    help=f"comma-separated (default {DEFAULT_ALLOCATORS}); NAME@VAR=VALUE adds "
-                         "environment, as in bench/suite.py")
-    ap.add_argument("--roost-lib", action="append", default=[], metavar="NAME=PATH",
-                    help="another roost library (e.g. an earlier commit's) as allocator "
-                         "roost-NAME")
-    ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"))
-    ap.add_argument("--no-install", action="store_true", help="do not install or build peers")
+    allocs.add_allocator_args(ap, DEFAULT_ALLOCATORS)
     ap.add_argument("--pairs", default="1,4", help="producer = consumer counts (default 1,4)")
     ap.add_argument("--runs", type=int, default=20, help="runs per configuration (default 20)")
     ap.add_argument("-n", type=int, default=1000000,
                     help="objects in all, split between the producers (default 1000000)")
     args = ap.parse_args()
-    extra = allocs.parse_roost_libs(args.roost_lib, ap.error)
-    resolved = allocs.resolve_allocators(args.allocators.split(","), args.build,
-                                         not args.no_install, args.peers_dir, extra)
+    resolved = allocs.allocators_from_args(ap, args)
     missing = [a for a in resolved if a.missing or a.lib is None and a.name != "glibc"]
     for a in missing:
         print(f"{a.name}: missing ({a.missing})", file=sys.stderr)
