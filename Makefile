@@ -27,11 +27,12 @@ build/%/.configured:
 	@touch $@
 
 CMAKE_ARGS_release := -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=ON
-# The debug tree treats warnings as errors: CI keeps the build warning-free.
+# The debug, fuzz (clang) and AArch64 trees treat warnings as errors: CI
+# keeps the build warning-free with each compiler.
 CMAKE_ARGS_debug := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_BENCH=ON -DCMAKE_COMPILE_WARNING_AS_ERROR=ON
 CMAKE_ARGS_asan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=address
 CMAKE_ARGS_tsan := -DCMAKE_BUILD_TYPE=Debug -DROOST_TESTS=ON -DROOST_SANITIZE=thread
-CMAKE_ARGS_fuzz := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOST_FUZZ=ON -DROOST_TESTS=OFF -DROOST_BENCH=OFF
+CMAKE_ARGS_fuzz := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROOST_FUZZ=ON -DROOST_TESTS=OFF -DROOST_BENCH=OFF -DCMAKE_COMPILE_WARNING_AS_ERROR=ON
 
 release debug asan tsan fuzz: %: build/%/.configured
 	$(CMAKE) --build build/$* -j $(JOBS)
@@ -59,7 +60,7 @@ test-fuzz: fuzz
 # `make test-aarch64-install` (not in `make test`; .ci/run runs it): the
 # cross build installed, then found with pkg-config and find_package.
 # Both install what is missing first, as `make test` does.
-CMAKE_ARGS_aarch64 := -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=OFF -DROOST_GTEST_SOURCE=/usr/src/googletest
+CMAKE_ARGS_aarch64 := -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=OFF -DROOST_GTEST_SOURCE=/usr/src/googletest -DCMAKE_COMPILE_WARNING_AS_ERROR=ON
 test-aarch64:
 	bash tools/test_deps.sh
 	$(MAKE) build/aarch64/.configured

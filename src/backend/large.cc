@@ -154,8 +154,8 @@ void set_canary(ChunkMeta* m, size_t size) {
 }
 
 // The guard page after `m`'s usable bytes, tried (without it the object
-// still works), and the canary.
-void arm_guard(ChunkMeta* m, size_t size) {
+// still works), and the canary.  Called only where config::kGuardLarge.
+[[maybe_unused]] void arm_guard(ChunkMeta* m, size_t size) {
   m->guarded = place_guard(m->base + m->large_size);
   set_canary(m, size);
 }

@@ -134,19 +134,19 @@ TEST(ErrorOutput, LineTruncatesAtItsBufferWithoutOverflow) {
     Guarded g;
     std::memset(g.guard, 0x5a, sizeof(g.guard));
     g.line.str(std::string(250, 'b').c_str()).dec(UINT64_MAX);
-    check(g, std::string(250, 'b') + "18446");
+    check(g, std::string(250, 'b').append("18446"));
   }
   {
     Guarded g;
     std::memset(g.guard, 0x5a, sizeof(g.guard));
     g.line.str(std::string(252, 'c').c_str()).hex(0xabcdef);
-    check(g, std::string(252, 'c') + "0xa");
+    check(g, std::string(252, 'c').append("0xa"));
   }
   {
     Guarded g;
     std::memset(g.guard, 0x5a, sizeof(g.guard));
     g.line.str(std::string(254, 'd').c_str()).str("ef");  // exactly full, then one over
-    check(g, std::string(254, 'd') + "e");
+    check(g, std::string(254, 'd').append("e"));
   }
 }
 
