@@ -183,9 +183,9 @@ class Allocator {
   // Everything pending, out and in (thread exit, trim).  Returns the
   // objects received.
   uint64_t settle();
-  // Lets go of everything not in use: fast lists, active and spare slabs,
-  // empty slabs, cached chunks (thread exit, trim).  True if any memory
-  // went back to the backend.
+  // Lets go of everything not in use: fast lists, spare and empty slabs,
+  // cached chunks (thread exit, trim; see SizeClassSlabs::release_unused
+  // for the active slabs).  True if any memory went back to the backend.
   bool release_unused();
 
   // ---- full offload (frontend/offload.h) ----

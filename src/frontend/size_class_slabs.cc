@@ -78,15 +78,9 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
                                     ChunkCache& cache) {
   uint64_t slabs_before = slab_count();
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-    // No class keeps an active slab: it sleeps, or wakes onto the available
-    // list if its wake count has come back (empty: the spare or the
-    // cache)...
-    ChunkMeta* active = active_[sc];
-    active_[sc] = nullptr;
-    if (active != nullptr && slab::leave_active(active)) on_state_change(active, cache);
-    // ...and the objects on the fast list go back to their slabs (not
-    // counted as frees: they were never handed out), which releases every
-    // slab that has nothing else out...
+    // The objects on the fast list go back to their slabs (not counted as
+    // frees: they were never handed out), which releases every slab but
+    // the active one that has nothing else out...
     FreeObject* list = fast_lists[sc];
     fast_lists[sc] = nullptr;
     uint64_t returned = 0;
@@ -98,6 +92,28 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
       list = next;
     }
     bump_counter(list_balance_[sc], -returned);
+    // ...then the active slab.  One whose carved objects are all out, with
+    // a tail left to carve, stays active for the allocator's next thread to
+    // carve on (a later call looks at it again).  Any other is active no
+    // longer: empty, it goes (the spare or the cache); with free objects it
+    // joins the available list at once, where the next thread takes it
+    // before it starts a new slab (asleep, it would be on no list until its
+    // wake count came back, which objects a program keeps may never bring:
+    // threads that each leave an object behind would leave a slab each);
+    // with nothing free and nothing to carve it sleeps until objects come
+    // back...
+    if (ChunkMeta* active = active_[sc]) {
+      bool nothing_free = active->free_head == nullptr;
+      if (!nothing_free || active->carved == 0 || slab::fully_carved(active)) {
+        active_[sc] = nullptr;
+        if (slab::leave_active(active)) {
+          on_state_change(active, cache);
+        } else if (!nothing_free) {
+          slab::wake_early(active);
+          available_[sc].push_front(active);
+        }
+      }
+    }
     // ...and the class's spare (perhaps just emptied by the above) too.
     if (ChunkMeta* spare = spare_[sc]) {
       forget_spare(sc, cache);

@@ -95,9 +95,11 @@ class SizeClassSlabs {
   }
 
   // Lets go of everything not in use: the objects of `fast_lists` (one list
-  // per class, emptied) go back to their slabs, no class keeps an active
-  // slab or a spare, and every empty slab goes back to `cache` (thread exit,
-  // trim).  True if any slab went.
+  // per class, emptied) go back to their slabs, no class keeps a spare or
+  // an active slab (but one whose carved objects are all out while it has
+  // a tail to carve), a slab with free objects is left on the available
+  // list, and every empty slab goes back to `cache` (thread exit, trim, a
+  // parked allocator's mail delivered).  True if any slab went.
   bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
 
   // `n` objects of class `sc` came back to their slab in the mail (for

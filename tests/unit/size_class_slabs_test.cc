@@ -53,6 +53,14 @@ struct Fixture {
     fast[sc] = list;
     return pop(sc);
   }
+  // Every object of a new slab's first carve of class `sc`: all out, the
+  // fast list empty.
+  std::vector<void*> first_carve(unsigned sc) {
+    std::vector<void*> out;
+    for (uint32_t i = 0; i < sizeclass::kInfo.info[sc].carve; i++) out.push_back(alloc(sc));
+    EXPECT_EQ(fast[sc], nullptr);
+    return out;
+  }
   void free(void* p) {
     ChunkMeta* m = pagemap::lookup(p);
     ASSERT_NE(m, nullptr);
@@ -151,6 +159,55 @@ TEST(SizeClassSlabs, WithoutAReserveAnEmptiedSlabGoesBackToTheCache) {
   EXPECT_NE(pagemap::lookup(a[0]), slab_a);
   EXPECT_GE(chunks::dirty_bytes(), dirty_before + kInfo1K.capacity * kInfo1K.size / 2);
   f.free(b_first);
+}
+
+// The allocator's next thread carries on where release_unused left the
+// class (thread exit): the active slab with free objects, fewer than would
+// wake it, is on the available list, and they come before any new slab.
+TEST(SizeClassSlabs, ReleaseUnusedLeavesASlabWithFreeObjectsAvailable) {
+  Fixture f;
+  std::vector<void*> out = f.first_carve(kClass1K);
+  ChunkMeta* m = pagemap::lookup(out[0]);
+  ASSERT_GT(slab::wake_count(m), 1u);
+  f.free(out.back());  // one free object: too few to wake a sleeping slab
+  out.pop_back();
+  EXPECT_FALSE(f.slabs.release_unused(f.fast, f.cache));
+  EXPECT_FALSE(slab::is_asleep(m));
+  EXPECT_EQ(slab::free_objects(m), 1u);
+  void* again = f.alloc(kClass1K);
+  EXPECT_EQ(pagemap::lookup(again), m);
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+  // Every object back: empty, it goes at the next call.
+  f.free(again);
+  for (void* p : out) f.free(p);
+  EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
+  EXPECT_EQ(f.slabs.slab_count(), 0u);
+}
+
+// An active slab whose carved objects are all out, with a tail to carve,
+// stays active through release_unused: the next refill carves its tail
+// instead of starting a slab.  Filled to the end, it sleeps until objects
+// come back.
+TEST(SizeClassSlabs, ReleaseUnusedKeepsCarvingASlabWithItsObjectsAllOut) {
+  Fixture f;
+  std::vector<void*> out = f.first_carve(kClass1K);
+  ChunkMeta* m = pagemap::lookup(out[0]);
+  EXPECT_FALSE(f.slabs.release_unused(f.fast, f.cache));
+  EXPECT_TRUE(slab::is_active(m));
+  while (out.size() < kInfo1K.capacity) {
+    out.push_back(f.alloc(kClass1K));
+    ASSERT_EQ(pagemap::lookup(out.back()), m) << "object " << out.size() - 1;
+    f.slabs.release_unused(f.fast, f.cache);  // a thread exit after every object
+  }
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+  EXPECT_TRUE(slab::is_asleep(m));  // filled: nothing to carve, nothing free
+  // Objects come back to it: it wakes and serves before a new slab.
+  for (uint32_t i = 0; i < slab::wake_count(m); i++) f.free(out[i]);
+  EXPECT_FALSE(slab::is_asleep(m));
+  void* p = f.alloc(kClass1K);
+  EXPECT_EQ(pagemap::lookup(p), m);
+  f.free(p);
+  for (uint32_t i = slab::wake_count(m); i < out.size(); i++) f.free(out[i]);
 }
 
 TEST(SizeClassSlabs, ReleaseUnusedLetsGoOfEverySlabWithNothingOut) {
