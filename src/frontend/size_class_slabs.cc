@@ -103,12 +103,13 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
     // with nothing free and nothing to carve it sleeps until objects come
     // back...
     if (ChunkMeta* active = active_[sc]) {
-      bool nothing_free = active->free_head == nullptr;
-      if (!nothing_free || active->carved == 0 || slab::fully_carved(active)) {
+      bool has_free = active->free_head != nullptr;
+      bool carves_on = !has_free && active->carved != 0 && !slab::fully_carved(active);
+      if (!carves_on) {
         active_[sc] = nullptr;
         if (slab::leave_active(active)) {
           on_state_change(active, cache);
-        } else if (!nothing_free) {
+        } else if (has_free) {
           slab::wake_early(active);
           available_[sc].push_front(active);
         }

@@ -194,12 +194,11 @@ inline uint32_t wake(ChunkMeta* m) {
 
 // A sleeping slab with free objects wakes before its wake count came back
 // (its allocator lets go of it: SizeClassSlabs::release_unused): `needed`
-// now counts the frees until it is empty.  Returns the objects still out.
-inline uint32_t wake_early(ChunkMeta* m) {
+// now counts the frees until it is empty (the objects still out).
+inline void wake_early(ChunkMeta* m) {
   uint32_t in_use = m->carved - free_objects(m);
   m->state = SlabState::kAvailable;
   m->needed = static_cast<int32_t>(in_use);
-  return in_use;
 }
 
 // Every object of the slab `m` (active, or asleep) came home at once, none
