@@ -107,12 +107,9 @@ bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount]
       bool carves_on = !has_free && active->carved != 0 && !slab::fully_carved(active);
       if (!carves_on) {
         active_[sc] = nullptr;
-        if (slab::leave_active(active)) {
-          on_state_change(active, cache);
-        } else if (has_free) {
-          slab::wake_early(active);
-          available_[sc].push_front(active);
-        }
+        // leave_active() first: the slab sleeps, and wakes below if it has
+        // its wake count back or any free object.
+        if (slab::leave_active(active) || has_free) on_state_change(active, cache);
       }
     }
     // ...and the class's spare (perhaps just emptied by the above) too.

@@ -181,24 +181,17 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
   return list;
 }
 
-// A sleeping slab got its wake count back (a batch may bring more: `needed`
-// is then below zero by the surplus): it wakes, `needed` now counts the
-// frees until it is empty.  Returns the objects still out.
+// A sleeping slab wakes: it got its wake count back (a batch may bring
+// more: `needed` is then below zero by the surplus), or its allocator lets
+// go of it with fewer free objects (SizeClassSlabs::release_unused:
+// `needed` is then the frees still short of the count).  `needed` now
+// counts the frees until it is empty.  Returns the objects still out.
 inline uint32_t wake(ChunkMeta* m) {
   uint32_t returned = wake_count(m) + static_cast<uint32_t>(-m->needed);
   uint32_t in_use = m->carved - returned;
   m->state = SlabState::kAvailable;
   m->needed = static_cast<int32_t>(in_use);
   return in_use;
-}
-
-// A sleeping slab with free objects wakes before its wake count came back
-// (its allocator lets go of it: SizeClassSlabs::release_unused): `needed`
-// now counts the frees until it is empty (the objects still out).
-inline void wake_early(ChunkMeta* m) {
-  uint32_t in_use = m->carved - free_objects(m);
-  m->state = SlabState::kAvailable;
-  m->needed = static_cast<int32_t>(in_use);
 }
 
 // Every object of the slab `m` (active, or asleep) came home at once, none
