@@ -37,6 +37,7 @@ inline void set_key(uint64_t key) { g_key = key; }
 // of the list (so a node that was never linked, the stub's zero-initialised
 // one included, ends it).
 struct QueueNode {
+  // The link's ordering is the caller's: each call site states its own.
   QueueNode* next(std::memory_order order) const { return decode(link_.load(order)); }
   void set_next(QueueNode* n, std::memory_order order) { link_.store(encode(n), order); }
 

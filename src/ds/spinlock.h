@@ -27,7 +27,8 @@ class SpinLock {
       }
     }
   }
-  bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }  // as lock()
+  // acquire: as lock().
+  bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }
   // release: publishes everything written while holding it to the next holder.
   void unlock() { flag_.store(false, std::memory_order_release); }
   // After fork, for a lock taken by the prepare handler: the parent unlocks;

@@ -71,6 +71,7 @@ Entry* acquire() {
   auto* e = new (mem) Entry(g_created++);
   // Relaxed: under g_lock, and published by the release below.
   e->next_all.store(g_all.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // release: pairs with the acquire of g_all in visit_all and look_at_bound_mail.
   g_all.store(e, std::memory_order_release);
   return e;
 }
@@ -150,7 +151,7 @@ void postfork_child() { postfork(true); }
 // and every allocation fails with ENOMEM.
 void report_unsupported_page() {
   static std::atomic<bool> reported{false};  // relaxed: once, ordering nothing
-  if (reported.exchange(true, std::memory_order_relaxed)) return;
+  if (reported.exchange(true, std::memory_order_relaxed)) return;  // relaxed: as declared
   err::Line line;
   line.str("roost: cannot start: the OS's page size is ")
       .dec(os::page_size())
@@ -177,10 +178,11 @@ Allocator* bind() {
 }
 
 bool global_init() {
+  // acquire: pairs with the release below, so the set-up it publishes is seen.
   if (g_ready.load(std::memory_order_acquire)) return true;
   {
     LockGuard guard(g_init_lock);
-    if (!g_ready.load(std::memory_order_relaxed)) {
+    if (!g_ready.load(std::memory_order_relaxed)) {  // relaxed: g_init_lock orders it
       options::load();
       // Before any object is handed out (ds/free_mark.h).
       free_mark::set_secret(os::entropy());
@@ -199,12 +201,14 @@ bool global_init() {
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
       ChunkCache::set_shortage_hook(help_pooled);
       service::install();
+      // release: publishes the set-up above to the unlocked acquire at the top.
       g_ready.store(true, std::memory_order_release);
     }
   }
   // pthread_atfork may allocate, and so does the heap profiler's start
   // (it loads the unwinder): outside the lock, after roost is ready to serve
   // those allocations.
+  // acq_rel, though relaxed would do: it only elects the installer; the others wait for nothing.
   if (!g_hooks_installed.exchange(true, std::memory_order_acq_rel)) {
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
     if (profile::wanted()) profile::start();
@@ -244,6 +248,8 @@ void* alloc_unbound(Allocator*, unsigned sc, const void*) {
 }
 
 void visit_all(void (*fn)(const Allocator&, void*), void* context) {
+  // g_all: acquire, pairing with acquire()'s release (older entries were made under g_lock
+  // before it); next_all: acquire, more than it needs (stored once, before that release).
   for (Entry* e = g_all.load(std::memory_order_acquire); e != nullptr;
        e = e->next_all.load(std::memory_order_acquire))
     fn(e->allocator, context);
@@ -267,6 +273,7 @@ Messenger::Look look_at_bound_mail() {
   // The list of all is read unlocked (entries are never freed); parked
   // allocators are skipped by the look itself.
   Messenger::Look total;
+  // acquire, both: as in visit_all (pairs with acquire()'s release of g_all).
   for (Entry* e = g_all.load(std::memory_order_acquire); e != nullptr;
        e = e->next_all.load(std::memory_order_acquire)) {
     Messenger::Look look = e->allocator.look_for_neglected_mail();

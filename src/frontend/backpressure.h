@@ -84,9 +84,10 @@ class Backpressure {
   };
   // Does any allocator wait for its objects now?  (A sender's look, once a
   // stretch of its outbox: one load of a line written only as waits start
-  // and end.)
+  // and end.)  Relaxed: the hint Hungry counts; a stale answer delays a post.
   static bool anyone_hungry() { return g_hungry.load(std::memory_order_relaxed) != 0; }
-  // A forked child has only the thread that forked, which was not waiting.
+  // A forked child has only the thread that forked, which was not waiting
+  // (relaxed: the child has one thread).
   static void after_fork_in_child() { g_hungry.store(0, std::memory_order_relaxed); }
 
  private:

@@ -40,6 +40,7 @@ void check_zero_size_step(const void* p, const char* where) {
 
 }  // namespace
 
+// Relaxed: a statistic, ordering nothing (approximate while such threads free).
 uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
 
 void* alloc_large(size_t size, size_t align, bool zero) {
@@ -87,7 +88,8 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       // frees (a consumer) batches its frees like any other.
       if (pool::is_unbound(a)) a = pool::bind();
       if (a == nullptr) {
-        // Past the thread's exit hook: count here and post the object alone.
+        // Past the thread's exit hook: count here (relaxed: statistics, as
+        // g_unbound_frees says) and post the object alone.
         g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
         Messenger::send_alone(m, p);
       } else if (!a->try_free_local(m, p)) {  // owned: a pooled allocator came back

@@ -89,6 +89,7 @@ void Sorter::add(QueueNode* node) {
     g = Group{m, nullptr, node, 0, 0};
     g_used[used_++] = i;
   }
+  // Relaxed: the service holds the inbox, as in to_rest().
   node->set_next(g.first, std::memory_order_relaxed);
   g.first = node;
   g.objects += slab_batch::open(node, m->obj_size).count;

@@ -24,12 +24,14 @@ std::atomic<void (*)()> g_mail_hook{nullptr};
 std::atomic<bool> g_live_mail{false};
 
 void call_mail_hook() {
+  // Relaxed: set before roost is ready (see g_mail_hook).
   if (void (*hook)() = g_mail_hook.load(std::memory_order_relaxed)) hook();
 }
 
 }  // namespace
 
 void Messenger::set_mail_hook(void (*hook)()) {
+  // Relaxed: at start-up, published by global_init's release (see g_mail_hook).
   g_mail_hook.store(hook, std::memory_order_relaxed);
 }
 
@@ -40,17 +42,22 @@ void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
   // (the pool does so for any allocator parked with slabs), and it finds
   // this message.
   full_fence();
+  // Relaxed loads, both: the fence above orders them (store buffering with
+  // set_parked()'s fence, and with take_live_mail_flag()'s).
   if (ROOST_UNLIKELY(dest->parked_.load(std::memory_order_relaxed))) {
     call_mail_hook();
   } else if (ROOST_UNLIKELY(!g_live_mail.load(std::memory_order_relaxed))) {
     // The service looks at bound allocators' inboxes only while mail is
-    // posted (a load here, a store once per look).
+    // posted (a load here, a store once per look).  Relaxed: the hook's fence
+    // (service::want) orders it before the service's idle handshake.
     g_live_mail.store(true, std::memory_order_relaxed);
     call_mail_hook();
   }
 }
 
 bool Messenger::take_live_mail_flag() {
+  // Relaxed load (skips the write while clear) and exchange: the fence below
+  // orders the look after them.
   if (!g_live_mail.load(std::memory_order_relaxed) ||
       !g_live_mail.exchange(false, std::memory_order_relaxed))
     return false;
@@ -64,6 +71,8 @@ bool Messenger::take_live_mail_flag() {
   return true;
 }
 
+// Relaxed: the service reads it behind sleep_until()'s fence, which pairs
+// with the fence of want(), the mail hook deliver() calls after setting it.
 bool Messenger::live_mail_flag() { return g_live_mail.load(std::memory_order_relaxed); }
 
 Messenger::Look Messenger::look_for_neglected_mail() {
@@ -75,7 +84,7 @@ Messenger::Look Messenger::look_for_neglected_mail() {
     look.pending = true;  // its owner is receiving: see what it left later
     return look;
   }
-  uint64_t receives = receives_.load(std::memory_order_relaxed);
+  uint64_t receives = receives_.load(std::memory_order_relaxed);  // relaxed: the inbox is held
   // Mail not sorted yet: new in the inbox, or left over by a sort that ran
   // out of table.
   bool unsorted = inbox_.maybe_nonempty() || sort_again_;
@@ -98,7 +107,7 @@ void Messenger::sort_mail(Look* look) {
   // producer is mid-enqueue stays for the next look).
   while (QueueNode* node = next_batch()) sorter.add(node);
   mail_sorter::Result r = sorter.finish();
-  sorted_first_.store(r.rest_first, std::memory_order_relaxed);  // the inbox is held
+  sorted_first_.store(r.rest_first, std::memory_order_relaxed);  // relaxed: the inbox is held
   // Some slabs did not fit: sort again at the next look, if this one found
   // any whole (else the table is full of slabs that are not).
   sort_again_ = r.overflowed && r.whole_slabs != 0;
@@ -166,7 +175,7 @@ void Messenger::post(bool keep_lanes) {
     QueueNode* list = outbox_.take(home).head;
     unsigned next_shift = shift + config::kBucketBits;
     while (list != nullptr) {
-      QueueNode* next = list->next(std::memory_order_relaxed);  // the outbox's own nodes
+      QueueNode* next = list->next(std::memory_order_relaxed);  // relaxed: the outbox's own
       file(owner_of(list), list, next_shift);
       list = next;
     }

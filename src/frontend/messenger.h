@@ -231,7 +231,7 @@ class Messenger {
     if constexpr (config::kCheckMessages) {
       if (next != nullptr) checks::message_link(node, next);
     }
-    sorted_first_.store(next, std::memory_order_relaxed);
+    sorted_first_.store(next, std::memory_order_relaxed);  // relaxed: the inbox is held
     return node;
   }
 
@@ -279,6 +279,7 @@ bool Messenger::send_other(ChunkMeta* m, void* p, bool cache) {
 template <typename Deliver, typename Restart>
 uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
   if (!hold_inbox(all)) return 0;
+  // Relaxed: written only holding the inbox, and read so (look_for_neglected_mail).
   receives_.store(receives_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   uint64_t restarted = 0;
   // A relaxed look first (a hint); acquire pairs with the service's release

@@ -131,9 +131,12 @@ void unmake(Allocator* s, void* p) {
 
 // Carries out the frees on `port`'s free ring.
 uint64_t collect(Port* port, Allocator* s) {
+  // free_head: relaxed, the service side's own; free_tail: acquire, pairing
+  // with give()'s release (the slots it wrote are seen).
   uint32_t h = port->free_head.load(std::memory_order_relaxed);
   uint32_t t = port->free_tail.load(std::memory_order_acquire);
   for (uint32_t i = h; i != t; i++) unmake(s, port->free_slots[i & (kFreeSlots - 1)]);
+  // release: pairs with give()'s acquire of free_head (the slots are read before reuse).
   if (h != t) port->free_head.store(t, std::memory_order_release);
   return t - h;
 }
@@ -141,8 +144,11 @@ uint64_t collect(Port* port, Allocator* s) {
 // Tops up the rings of the classes `port`'s thread uses.
 uint64_t fill(Port* port, Allocator* s) {
   uint64_t moved = 0;
+  // Relaxed: see Port::active (service::want()'s fence makes a new bit seen).
   for (uint64_t act = port->active.load(std::memory_order_relaxed); act != 0; act &= act - 1) {
     unsigned sc = static_cast<unsigned>(__builtin_ctzll(act));
+    // alloc_tail: relaxed, the service side's own; alloc_head: acquire, pairing
+    // with take()'s release (the thread read the slots before they are refilled).
     uint32_t t = port->alloc_tail[sc].load(std::memory_order_relaxed);
     uint32_t h = port->alloc_head[sc].load(std::memory_order_acquire);
     uint32_t start = t;
@@ -152,6 +158,7 @@ uint64_t fill(Port* port, Allocator* s) {
       port->alloc_slots[sc][t & (kSlots - 1)] = p;
       t++;
     }
+    // release: pairs with take()'s acquire of alloc_tail (the slots' objects are seen).
     if (t != start) port->alloc_tail[sc].store(t, std::memory_order_release);
     moved += t - start;
   }
@@ -161,6 +168,8 @@ uint64_t fill(Port* port, Allocator* s) {
 // Hands back everything on `port`'s alloc rings (the caller is the port's
 // thread: the rings' consumer) and stops filling them.
 void empty_alloc_rings(Port* port, Allocator* s) {
+  // Relaxed, all: the caller also holds the offload lock (detach, trim), which
+  // orders both ends of every ring, and active, against the service's passes.
   port->active.store(0, std::memory_order_relaxed);
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
@@ -171,7 +180,9 @@ void empty_alloc_rings(Port* port, Allocator* s) {
   }
 }
 
-// Under the offload lock: counts only (acquire, as the passes read them).
+// Under the offload lock: counts only.  The service side's indices relaxed
+// (its own), active as Port::active says; the thread's indices acquire, as
+// the passes read them (pairing with take()'s and give()'s releases).
 bool port_pending(const Port* port) {
   if (port->free_head.load(std::memory_order_relaxed) !=
       port->free_tail.load(std::memory_order_acquire))
@@ -187,6 +198,7 @@ bool port_pending(const Port* port) {
 
 ROOST_SLOW void miss(Port* port, unsigned sc) {
   uint64_t bit = uint64_t{1} << sc;
+  // Relaxed, both: service::want() below fences them for fill() (see Port::active).
   if ((port->active.load(std::memory_order_relaxed) & bit) == 0)
     port->active.fetch_or(bit, std::memory_order_relaxed);
   bump_counter(port->missed);
@@ -217,6 +229,7 @@ Port* attach() {
     port->taken = port->given = port->missed = 0;
     port->next = g_ports;
     g_ports = port;
+    // Relaxed: see g_any_port (read unlocked as a hint; want()'s fence orders it).
     g_any_port.store(true, std::memory_order_relaxed);
   }
   return port;
@@ -241,8 +254,9 @@ void detach(Port* port) {
 
 void* take(Port* port, unsigned sc) {
   if (kTarget.of[sc] == 0) return nullptr;
-  uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
+  uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);  // relaxed: our own
   if (h == port->alloc_seen[sc]) {
+    // acquire: pairs with fill()'s release of alloc_tail (the slot's object is seen).
     uint32_t t = port->alloc_tail[sc].load(std::memory_order_acquire);
     port->alloc_seen[sc] = t;
     if (h == t) {
@@ -251,6 +265,7 @@ void* take(Port* port, unsigned sc) {
     }
   }
   void* p = port->alloc_slots[sc][h & (kSlots - 1)];
+  // release: pairs with fill()'s acquire of alloc_head (the slot is read before it is refilled).
   port->alloc_head[sc].store(h + 1, std::memory_order_release);
   bump_counter(port->taken);
   // What it last saw is used up: the service is asked for more now, not
@@ -260,8 +275,9 @@ void* take(Port* port, unsigned sc) {
 }
 
 bool give(Port* port, void* p) {
-  uint32_t t = port->free_tail.load(std::memory_order_relaxed);
+  uint32_t t = port->free_tail.load(std::memory_order_relaxed);  // relaxed: our own
   if (t - port->free_seen == kFreeSlots) {
+    // acquire: pairs with collect()'s release of free_head (its slot reads are done).
     port->free_seen = port->free_head.load(std::memory_order_acquire);
     if (t - port->free_seen == kFreeSlots) {
       bump_counter(port->missed);
@@ -270,6 +286,7 @@ bool give(Port* port, void* p) {
     }
   }
   port->free_slots[t & (kFreeSlots - 1)] = p;
+  // release: pairs with collect()'s acquire of free_tail (the slot written above is seen).
   port->free_tail.store(t + 1, std::memory_order_release);
   bump_counter(port->given);
   if (t + 1 - port->free_seen == kFreeSlots / 2) service::want();
@@ -277,6 +294,7 @@ bool give(Port* port, void* p) {
 }
 
 uint64_t serve() {
+  // Relaxed: see g_any_port (after the idle handshake's fences a new port's store is seen).
   if (!g_any_port.load(std::memory_order_relaxed)) return 0;
   Held held;
   Allocator* s = service_allocator();
@@ -296,6 +314,7 @@ uint64_t serve() {
 }
 
 bool pending() {
+  // Relaxed: read behind sleep_until()'s fence, which pairs with want()'s (see g_any_port).
   if (!g_any_port.load(std::memory_order_relaxed)) return false;
   Held held;
   if (g_service_alloc != nullptr && g_service_alloc->has_mail()) return true;
@@ -305,6 +324,7 @@ bool pending() {
 }
 
 void trim(Port* self) {
+  // Relaxed: a caller with a port set it itself; other threads' ports are a best effort.
   if (!g_any_port.load(std::memory_order_relaxed)) return;
   Held held;
   Allocator* s = service_allocator();
@@ -317,6 +337,7 @@ void trim(Port* self) {
 }
 
 uint64_t settle_service() {
+  // Relaxed: a hint, as in trim().
   if (!g_any_port.load(std::memory_order_relaxed)) return 0;
   Held held;
   if (g_service_alloc == nullptr) return 0;
@@ -325,6 +346,7 @@ uint64_t settle_service() {
   return received;
 }
 
+// Relaxed: statistics (a stale false reads no ring counters).
 Still::Still() : held_(g_any_port.load(std::memory_order_relaxed)) {
   if (held_) lock();
 }

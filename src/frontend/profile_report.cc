@@ -219,6 +219,7 @@ int dump(const char* path) {
 void dump_periodic() {
   char pattern[4096];
   err::Text numbered(pattern, sizeof(pattern));
+  // Relaxed: the atomic increment alone makes each profile's number its own.
   numbered.str(profile_path()).chr('.').dec(g_periodic.fetch_add(1, std::memory_order_relaxed) + 1);
   if (numbered.length() >= sizeof(pattern)) return;
   int fd = err::open_report_file(profile_variable(), pattern, "; no periodic profile written");

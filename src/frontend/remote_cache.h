@@ -166,6 +166,7 @@ class RemoteCache {
   ROOST_RACY_READER void for_each_batch(Fn&& fn) const {
     for (const Set& set : sets_) {
       for (const Entry& e : set.ways) {
+        // Relaxed loads (ROOST_RACY_LOAD): figures, ordering nothing.
         const ChunkMeta* slab = ROOST_RACY_LOAD(e.slab, ChunkMeta* const);
         uint32_t count = ROOST_RACY_LOAD(e.tail_index, uint32_t) + 1;
         if (slab == nullptr || count == 0) continue;

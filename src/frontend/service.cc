@@ -55,7 +55,7 @@ std::atomic<uint64_t> g_bytes_collected{0};
 uint64_t g_next_look = 0;
 
 void count(std::atomic<uint64_t>& c, uint64_t n) {
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // one writer
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // relaxed: one writer
 }
 
 // Work want() announces: anything but a purge that is not yet due.
@@ -111,11 +111,13 @@ void sleep_until(uint64_t next) {
     return;
   }
   uint32_t busy = kBusy;
+  // acq_rel as g_state's rule says; the fence below, not this, does the handshake with want().
   if (!g_state.compare_exchange_strong(busy, kIdle, std::memory_order_acq_rel)) return;
   full_fence();  // kIdle, then the look for work: pairs with want()'s fence
   bool pending = next == UINT64_MAX ? work_pending() : announced_work_pending();
   if (!pending) os::wait_on(state_word(), kIdle, timeout);
   uint32_t idle = kIdle;
+  // acq_rel as g_state's rule says; fails, harmlessly, where want() woke it (kBusy) or stop() ran.
   g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
 }
 
@@ -169,11 +171,14 @@ void postfork_child() {
 // program's own calls purge, and mail for parked allocators waits.
 __attribute__((destructor)) void stop() {
   for (;;) {
+    // acquire: pairs with start()'s release of kBusy, so the join below sees g_thread.
     uint32_t s = g_state.load(std::memory_order_acquire);
     if (s == kStarting) {
       os::yield();
       continue;
     }
+    // Both CASes acq_rel: acquire as above (g_thread); release by the word's
+    // rule (run() and start() only compare the value).
     if (s == kBusy || s == kIdle) {
       if (!g_state.compare_exchange_strong(s, kStopping, std::memory_order_acq_rel)) continue;
       os::wake_one(state_word());
@@ -183,6 +188,7 @@ __attribute__((destructor)) void stop() {
     }
     break;
   }
+  // release as g_state's rule says (start() only compares it): stopped for good.
   g_state.store(kStopped, std::memory_order_release);
 }
 
@@ -194,9 +200,11 @@ void want() {
   full_fence();
   uint32_t s = g_state.load(std::memory_order_relaxed);
   if (s == kIdle) {
+    // acq_rel as g_state's rule says; only atomicity matters: one CAS leaves kIdle and wakes it.
     if (g_state.compare_exchange_strong(s, kBusy, std::memory_order_acq_rel))
       os::wake_one(state_word());
   } else if (s == kOff) {
+    // Relaxed: a hint (service.h); start() decides with g_state's CAS.
     g_start_wanted.store(true, std::memory_order_relaxed);
   }
 }
@@ -205,23 +213,28 @@ void start() {
   // Not under the offload lock (its holder may be mid-operation on the
   // service's allocator): a later safe point starts it.
   if (offload::held_here()) return;
+  // Relaxed: a hint (service.h); a want() after this sets it again.
   g_start_wanted.store(false, std::memory_order_relaxed);
   // A start already under way (this thread's pthread_create allocating
-  // included) or over.
+  // included) or over.  Acquire as g_state's rule says; only compared (the CAS
+  // below decides).
   if (g_state.load(std::memory_order_acquire) != kOff) return;
   // What pthread_create and pthread_atfork allocate is roost's, not the
   // program's: the heap profiler samples none of it.
   profile::Inside inside;
   // pthread_atfork allocates, and takes glibc's fork lock, which a fork in
   // progress holds while prefork() waits for g_work_lock: before the lock.
+  // acq_rel, though relaxed would do: it only elects the installer (see g_fork_hooks).
   if (!g_fork_hooks.exchange(true, std::memory_order_acq_rel))
     os::install_fork_hooks(prefork, postfork_parent, postfork_child);
   LockGuard guard(g_work_lock);
   uint32_t off = kOff;
+  // acq_rel as g_state's rule says; the CAS decides against stop()'s kOff -> kStopped.
   if (!g_state.compare_exchange_strong(off, kStarting, std::memory_order_acq_rel)) return;
   bool started = false;
   if (options::get(options::kService) != 0)
     started = os::start_thread(&g_thread, run, nullptr, "roost-service");
+  // release: pairs with stop()'s acquire, which then sees g_thread (and ends run()'s wait).
   g_state.store(started ? kBusy : kStopped, std::memory_order_release);
 }
 
@@ -231,7 +244,8 @@ void install() {
 }
 
 Counters counters() {
-  uint32_t s = g_state.load(std::memory_order_relaxed);  // relaxed: statistics
+  // Relaxed, all: statistics (the counters' one writer is the service thread).
+  uint32_t s = g_state.load(std::memory_order_relaxed);
   return {g_wakeups.load(std::memory_order_relaxed), g_bytes_purged.load(std::memory_order_relaxed),
           g_drained.load(std::memory_order_relaxed),
           g_bytes_collected.load(std::memory_order_relaxed), s == kBusy || s == kIdle};
