@@ -303,6 +303,41 @@ TEST(Profile, AForkedChildProfilesItsOwnObjects) {
   for (void* p : parents) t_free(p);
 }
 
+// Every object sampled: the chunks of the small ones a thread frees stay
+// with its allocator, a few, for its next sampled objects
+// (frontend/sampler.h); a thread that exits gives them back with the rest
+// of its memory.  Eight threads at a time, each allocating and freeing
+// sampled objects in rounds, three generations of them.
+TEST(Profile, SampledObjectsChunksGoBackWithTheirThread) {
+  REQUIRE_MODE("1");
+  roost_trim();
+  struct roost_stats before = roost_test::stats_snapshot();
+  for (int generation = 0; generation < 3; generation++) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; t++) {
+      threads.emplace_back([] {
+        void* objects[40];
+        for (int round = 0; round < 20; round++) {
+          for (void*& p : objects) {
+            p = t_malloc(1000);
+            memset(p, 0x3c, 1000);
+          }
+          for (void* p : objects) t_free(p);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  roost_trim();
+  struct roost_stats after = roost_test::stats_snapshot();
+  // Eight threads keeping theirs would hold 8 x 8 chunks of 64 KiB.
+  EXPECT_LE(after.bytes_committed - after.bytes_dirty,
+            before.bytes_committed - before.bytes_dirty + (512u << 10))
+      << "committed " << before.bytes_committed << " -> " << after.bytes_committed << ", dirty "
+      << before.bytes_dirty << " -> " << after.bytes_dirty;
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
 // With a rate that puts sample points inside fast lists, refills hold the
 // objects past a point back (frontend/sampler.h); a thread that exits must
 // give them back with the rest, or their slabs could never be released.

@@ -97,9 +97,25 @@ ChunkMeta* alloc_huge(size_t usable, size_t align) {
   return m;
 }
 
-ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
+unsigned order_for(size_t span) {
   unsigned order = bits::log2_ceil(span);
-  if (order < chunks::kMinOrder) order = chunks::kMinOrder;
+  return order < chunks::kMinOrder ? chunks::kMinOrder : order;
+}
+
+// The region chunk `m` becomes the large object of `usable` bytes.
+void become_object(ChunkMeta* m, size_t usable) {
+  note_dirty(m, usable);
+  set_kind(m, ChunkKind::kLarge);
+  m->owner = kNoOwner;
+  m->sample = nullptr;
+  m->large_size = usable;
+  pagemap::set_range(m->base, 1, m);
+  huge_pages::fit_large(m->base, usable);
+  account(static_cast<ptrdiff_t>(usable), 1, 0);
+}
+
+ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
+  unsigned order = order_for(span);
   // Recently freed memory first (the backend keeps it resident for a purge
   // delay), so a program that frees and allocates big buffers in turn does
   // not fault them in again.
@@ -110,14 +126,7 @@ ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   if (options::get(options::kPurgeZero) == 0)
     m->dirty_pages = static_cast<uint32_t>((size_t{1} << order) / config::kMinPageSize);
   *dirty = dirty_extent(m);
-  note_dirty(m, usable);
-  set_kind(m, ChunkKind::kLarge);
-  m->owner = kNoOwner;
-  m->sample = nullptr;
-  m->large_size = usable;
-  pagemap::set_range(m->base, 1, m);
-  huge_pages::fit_large(m->base, usable);
-  account(static_cast<ptrdiff_t>(usable), 1, 0);
+  become_object(m, usable);
   return m;
 }
 
@@ -180,11 +189,38 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
 
 const ChunkMeta* freed_record() { return &g_freed_record; }
 
-void free(ChunkMeta* m) {
+unsigned chunk_order(size_t size) {
+  const size_t page = os::page_size();
+  return order_for(span_for(usable_for(size, page), guard_for(page), 1));
+}
+
+void* place(ChunkMeta* m, size_t size) {
+  const size_t page = os::page_size();
+  size_t usable = usable_for(size, page);
+  if (span_for(usable, guard_for(page), 1) > (size_t{1} << m->order)) return nullptr;
+  become_object(m, usable);
+  if constexpr (config::kGuardLarge) arm_guard(m, size);
+  return reinterpret_cast<void*>(m->base);
+}
+
+bool retire(ChunkMeta* m) {
   pagemap::set_range(m->base, 1, &g_freed_record);
-  size_t usable = m->large_size;
-  account(-static_cast<ptrdiff_t>(usable), 0, 1);
+  account(-static_cast<ptrdiff_t>(m->large_size), 0, 1);
+  // A chunk whose guard page stays inaccessible cannot be handed out again:
+  // should the OS refuse to lift it, the chunk is lost to roost.
+  if (config::kGuardLarge && m->guarded) {
+    if (!large_guard::lift(m->base + m->large_size)) return false;
+    guard_gone(m);
+  }
+  set_kind(m, ChunkKind::kUnused);
+  return true;
+}
+
+void free(ChunkMeta* m) {
   if (m->kind == ChunkKind::kHuge) {
+    pagemap::set_range(m->base, 1, &g_freed_record);
+    size_t usable = m->large_size;
+    account(-static_cast<ptrdiff_t>(usable), 0, 1);
     account_huge(-static_cast<ptrdiff_t>(usable), -1);
     // Should the OS refuse to unmap it, the range stays reserved: lost to
     // roost, but nothing else breaks.
@@ -195,14 +231,8 @@ void free(ChunkMeta* m) {
     g_spare_huge_meta = m;
     return;
   }
-  // A chunk whose guard page stays inaccessible cannot be handed out again:
-  // should the OS refuse to lift it, the chunk is lost to roost.
-  if (config::kGuardLarge && m->guarded) {
-    if (!large_guard::lift(m->base + usable)) return;
-    guard_gone(m);
-  }
   // dirty_pages bounds what the backend's purge must cover.
-  chunks::release(m, dirty_extent(m));
+  if (retire(m)) chunks::release(m, dirty_extent(m));
 }
 
 bool resize_in_place(ChunkMeta* m, size_t new_size) {

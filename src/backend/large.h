@@ -6,10 +6,11 @@
 // guard page and canary are (backend/large_guard.h; how many guard pages
 // exist at once).  Freed large chunks go back to the backend, which keeps
 // them resident for a purge delay (reused first; longer while the program
-// keeps taking chunks of their size) and then purges them.
+// keeps taking chunks of their size) and then purges them; a few of the
+// heap profiler's sampled objects stay with the allocator that freed them.
 // Must never: be used for sizes a slab can serve (but for the classes
-// served as large where address space is scarce, below), or keep freed
-// memory of its own.
+// served as large where address space is scarce, below, and sampled
+// objects), or keep freed memory of its own.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +67,19 @@ inline bool serves_class(unsigned sc) {
 
 // Frees the large or huge object whose metadata is `m`.
 void free(ChunkMeta* m);
+
+// Large objects in chunks their caller keeps between them (an allocator's
+// spares for the heap profiler's sampled objects, frontend/sampler.h), so
+// that the common case takes no lock: the order of the chunk an object of
+// `size` bytes needs; place(): the empty chunk `m` (kind kUnused, dirty
+// extent set, of at least that order) made that object (nullptr, `m`
+// untouched, when it is too small); retire(): the large object of `m`
+// freed like free() does, its chunk left to the caller as an empty chunk
+// (kind kUnused, dirty extent set); false when it is lost instead (a
+// guard page the OS would not lift).
+unsigned chunk_order(size_t size);
+void* place(ChunkMeta* m, size_t size);
+bool retire(ChunkMeta* m);
 
 // The bytes the program may use: the size asked for in the secure build
 // (past it lies the canary, then the guard page: backend/large_guard.h),

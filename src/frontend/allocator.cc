@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstddef>
 
+#include "backend/chunk_allocator.h"
 #include "backend/large.h"
+#include "backend/pagemap.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
@@ -29,22 +31,35 @@ void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
 }
 
 void* Allocator::sampling_stand_in(Allocator* a, unsigned sc, const void* caller) {
+  // The common refill: no list it hands out reaches the class's next point.
+  if (ROOST_LIKELY(a->sampler_.beyond_reach(sc, read_counter(a->counters_.allocs[sc]))))
+    return a->refill_unsampled(sc);
   return a->refill_sampled(sc, caller);
 }
 
-inline void* Allocator::refill_sampled(unsigned sc, const void* caller) {
+void* Allocator::refill_sampled(unsigned sc, const void* caller) {
   // Not yet sampling (start-up), or a thread inside the profiler (the
   // unwinder allocating) that samples nothing.
-  if (!profile::on() || !profile::may_sample()) return refill_unsampled(sc);
+  if (!profile::on() || !profile::may_sample()) {
+    if (FreeObject* held = sampler_.take_held(sc)) return hand_out(sc, held);
+    return refill_unsampled(sc);
+  }
   if (ROOST_UNLIKELY(!sampler_.started()))
     sampler_.start(counters_.allocs, [](unsigned) { return profile::next_interval(); });
-  int64_t size = sizeclass::kInfo.info[sc].size;
-  int64_t left = sampler_.left(sc, read_counter(counters_.allocs[sc]));
-  if (left < size) {
-    // This object holds the sample point.
-    left = static_cast<int64_t>(profile::next_interval());
-    sampler_.restart(sc, static_cast<uint64_t>(left));
-    if (void* p = profile::alloc_sampled(sc, caller)) return p;
+  uint64_t allocs = read_counter(counters_.allocs[sc]);
+  if (sampler_.ahead(sc, allocs) <= 0) {
+    // This object holds the sample point.  (Served apart, it is not counted
+    // here: the next point's objects start from this count.)
+    sampler_.restart(sc, allocs, profile::next_interval());
+    if (void* p = alloc_sampled(sc, caller)) {
+      // Objects a cut held are next, up to the new point; this refill's
+      // list ran dry to bring it here.
+      if (FreeObject* held = sampler_.take_held(sc)) {
+        fast_[sc] = held;
+        cut_fast_list(sc, sampler_.ahead(sc, allocs));
+      }
+      return p;
+    }
     // No memory for it: served as usual, the point lost.
   }
   void* p;
@@ -53,25 +68,51 @@ inline void* Allocator::refill_sampled(unsigned sc, const void* caller) {
   else
     p = refill_unsampled(sc);
   if (p == nullptr) return nullptr;
-  // The fast list keeps what fits before the next point (`left` bytes from
-  // `p`); a list from one slab never holds more than its capacity, so one
-  // that cannot reach the point is not walked.
-  int64_t room = left - size;
-  if (room >= static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity) * size) return p;
+  // `p` was the count's object `allocs`; the fast list keeps those before
+  // the point's.
+  cut_fast_list(sc, sampler_.ahead(sc, allocs) - 1);
+  return p;
+}
+
+void Allocator::cut_fast_list(unsigned sc, int64_t keep) {
+  // A list from one slab never holds more than its capacity: one that
+  // cannot reach the point is not walked.
+  if (keep >= static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity)) return;
   FreeObject* last = nullptr;
   FreeObject* o = fast_[sc];
-  for (; o != nullptr && room >= size; room -= size) {
+  for (; o != nullptr && keep > 0; keep--) {
     last = o;
     o = checks::next_checked(sc, o);
   }
-  if (o != nullptr) {
-    if (last == nullptr)
-      fast_[sc] = nullptr;
-    else
-      freelist::set_next(last, nullptr);
-    sampler_.hold(sc, o);
+  if (o == nullptr) return;
+  if (last == nullptr)
+    fast_[sc] = nullptr;
+  else
+    freelist::set_next(last, nullptr);
+  sampler_.hold(sc, o);
+}
+
+void* Allocator::alloc_sampled(unsigned sc, const void* caller) {
+  size_t size = sizeclass::kInfo.info[sc].size;
+  void* p = nullptr;
+  if (large::chunk_order(size) == chunks::kMinOrder) {
+    if (ChunkMeta* m = sampler_.take_spare()) p = large::place(m, size);
   }
+  if (p == nullptr) {
+    size_t dirty;  // (calloc zeroes what it asked for whatever the source)
+    p = large::alloc(size, 1, &dirty);
+    if (p == nullptr) return nullptr;
+  }
+  profile::note_sampled(pagemap::lookup(p), sc, caller);
   return p;
+}
+
+void Allocator::free_sampled(ChunkMeta* m) {
+  if (m->order != chunks::kMinOrder || sampler_.spares_full()) {
+    large::free(m);
+    return;
+  }
+  if (large::retire(m)) sampler_.keep_spare(m);
 }
 
 void* Allocator::alloc_class_as_large(unsigned sc) {
@@ -203,6 +244,7 @@ bool Allocator::release_unused() {
   sampler_.release_held(fast_,
                         [](unsigned sc, FreeObject* o) { return checks::next_checked(sc, o); });
   bool released = slabs_.release_unused(fast_, chunks_);
+  released |= sampler_.release_spares([](ChunkMeta* m) { chunks::release(m, dirty_extent(m)); });
   return chunks_.trim(0) || released;
 }
 

@@ -128,6 +128,11 @@ class Allocator {
 
   // Does this allocator own slab `m`?  (Large objects have no owner.)
   ROOST_INLINE bool owns(const ChunkMeta* m) const { return m->owner == this; }
+  // A sampled small object (refill_sampled()) of any allocator, its sample
+  // forgotten, freed by this allocator's thread: its chunk stays with this
+  // allocator for its next sampled object (Sampler's spares), else it is
+  // freed as any large object.
+  void free_sampled(ChunkMeta* m);
 
   // The free fast path: frees `p` (16-byte aligned, in chunk `m`) and
   // returns true when it is an object of a slab this allocator owns; false
@@ -246,7 +251,13 @@ class Allocator {
   // than fit before the next point.  `caller`: refill_at()'s return address.
   // sampling_stand_in() is it as a StandIn.
   ROOST_NOINLINE static void* sampling_stand_in(Allocator* a, unsigned sc, const void* caller);
-  void* refill_sampled(unsigned sc, const void* caller);
+  ROOST_NOINLINE void* refill_sampled(unsigned sc, const void* caller);
+  // Class `sc`'s fast list keeps its first `keep` objects (none if not
+  // positive); the rest wait in the sampler for the point's refill.
+  void cut_fast_list(unsigned sc, int64_t keep);
+  // The object of class `sc` at a sample point: a large object in a spare
+  // chunk, else a fresh one, recorded; nullptr when memory runs out.
+  void* alloc_sampled(unsigned sc, const void* caller);
   ROOST_INLINE void* refill_from_slabs(unsigned sc) {
     // The common case: the class's active slab got objects back.
     if (FreeObject* list = slabs_.take_from_active(sc); ROOST_LIKELY(list != nullptr))

@@ -102,7 +102,17 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (reinterpret_cast<uintptr_t>(p) != m->base)
         invalid(where, "invalid pointer (interior of an object)", p);
       if constexpr (config::kGuardLarge) checks::large_intact(m, where);
-      if (m->sample != nullptr) profile::forget(m);
+      if (m->sample != nullptr) {
+        bool small = profile::sampled_class(m) != sizeclass::kCount;
+        profile::forget(m);
+        // A sampled small object's chunk may stay with the freeing thread
+        // (Allocator::free_sampled): no lock, no shared line.
+        if (small && a != nullptr && !pool::is_unbound(a)) {
+          a->free_sampled(m);
+          service::at_safe_point();
+          return;
+        }
+      }
       large::free(m);
       service::at_safe_point();
       return;

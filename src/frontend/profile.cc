@@ -1,9 +1,7 @@
 // frontend/profile.cc — implementation of frontend/profile.h.
 #include "frontend/profile.h"
 
-#include "backend/large.h"
 #include "backend/meta_arena.h"
-#include "backend/pagemap.h"
 #include "ds/sampling.h"
 #include "ds/sizeclass.h"
 #include "ds/spinlock.h"
@@ -208,14 +206,9 @@ void exclude_this_thread() { t_inside = true; }
 
 uint64_t next_interval() { return sampling::draw_interval(random_state(), g_rate); }
 
-void* alloc_sampled(unsigned sc, const void* caller) {
+void note_sampled(ChunkMeta* m, unsigned sc, const void* caller) {
   Inside inside;
-  size_t dirty;
-  size_t size = sizeclass::kInfo.info[sc].size;
-  void* p = large::alloc(size, 1, &dirty);
-  if (p == nullptr) return nullptr;
-  record(pagemap::lookup(p), size, sc, caller);
-  return p;
+  record(m, sizeclass::kInfo.info[sc].size, sc, caller);
 }
 
 void note_large(ChunkMeta* m, const void* caller) {

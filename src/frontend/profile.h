@@ -4,9 +4,10 @@
 // Sampling (ds/sampling.h) falls on paths that are already slow: a size
 // class's refill (frontend/sampler.h says how the sampled allocation gets
 // there) and large allocations.  A sampled small object is served as a
-// large object (a page-granular chunk) whose record points to its sample,
-// so its free, by whichever thread, takes the large-object path, which
-// forgets the sample; the free fast path checks nothing.  Each sample
+// large object (a page-granular chunk: frontend/sampler.h keeps a few
+// spare) whose record points to its sample, so its free, by whichever
+// thread, takes the large-object path, which forgets the sample; the free
+// fast path checks nothing.  Each sample
 // keeps its stack (up to 64 frames from the unwind tables, roost's own
 // frames left out), its size, its time and its weight (what it stands
 // for); each stack the sums of its samples' weights, allocated since start
@@ -57,11 +58,10 @@ void exclude_this_thread();
 // The bytes to the next sample point, drawn for the calling thread.
 uint64_t next_interval();
 
-// The object of class `sc` at a sample point: served as a large object and
-// recorded; nullptr when memory runs out (the caller serves it as usual).
-// `caller` is the return address of the allocator's slow-path entry: the
-// stack kept starts at that frame.
-void* alloc_sampled(unsigned sc, const void* caller);
+// The object of class `sc` at a sample point, served as the large object
+// of record `m`, is recorded.  `caller` is the return address of the allocator's slow-path
+// entry: the stack kept starts at that frame.
+void note_sampled(ChunkMeta* m, unsigned sc, const void* caller);
 
 // A large object (record `m`) was allocated: sampled by the calling
 // thread's countdown.

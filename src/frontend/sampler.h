@@ -5,20 +5,31 @@
 // fast list as always.  Instead, with profiling on, a refill hands the fast
 // list no more objects than fit before the class's next sample point, so
 // the allocation that reaches the point finds the list empty and takes the
-// refill (a slow path), which serves it as a sampled object.  The bytes
-// allocated since the last refill are the class's allocation count (which
-// the fast path keeps for statistics anyway) times the class size.
-// Objects a cut leaves over wait here, held, and go to the fast list at
-// the next refill.
+// refill (a slow path), which serves it as a sampled object.  A point is
+// kept as the value the class's allocation count (which the fast path
+// keeps for statistics anyway) will have when the object holding it is
+// handed out; the bytes drawn to it become objects of the class's size
+// once per sample (a division, on that slow path only).  A refill whose
+// list cannot reach the point (a list holds at most a slab's capacity)
+// compares the count with one number and is done.  Objects a cut leaves
+// over wait here, held, until the point's refill.
 //
-// Owns, per class: the bytes from the class's allocation count when last
-// looked at to its next sample point, that count, and the held objects.
-// Must never: be touched on a fast path, or with profiling off; hold
-// objects an allocator's release does not get back (release_held).
+// A sampled object is a large object of a chunk of its own
+// (frontend/profile.h).  The chunks of small ones that the allocator's
+// thread frees stay here, a few, for its next sampled objects: a thread
+// that allocates and frees them (most do) then takes no lock and touches
+// no shared line for them.  They are apart from the chunk cache, whose
+// reserve and whose resident chunks are the slabs'.
+//
+// Owns, per class: the next sample point, the count from which a refill
+// may reach it, and the held objects; the spare chunks.  Must never: be
+// touched on a fast path, or with profiling off; hold objects or chunks an
+// allocator's release does not get back (release_held, release_spares).
 #pragma once
 
 #include <cstdint>
 
+#include "backend/chunk_meta.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 
@@ -32,31 +43,34 @@ class Sampler {
 
   // Has every class a sample point (see start())?
   bool started() const { return started_; }
-  // Sets every class's next sample point `draw(sc)` bytes away from its
-  // allocation count now (`allocs[sc]`).
+  // Sets every class's next sample point `draw(sc)` bytes from its next
+  // object, the class's allocation count being `allocs[sc]` now.
   template <typename Draw>
   void start(const uint64_t* allocs, Draw&& draw) {
-    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      seen_[sc] = allocs[sc];
-      left_[sc] = static_cast<int64_t>(draw(sc));
-    }
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) restart(sc, allocs[sc], draw(sc));
     started_ = true;
   }
 
-  // The bytes from the next object of class `sc` to its sample point, the
-  // class having counted `allocs` allocations now (negative: the point was
-  // passed, which a cut makes happen only when something allocated without
-  // one, a thread inside the profiler).
-  int64_t left(unsigned sc, uint64_t allocs) {
-    int64_t size = sizeclass::kInfo.info[sc].size;
-    left_[sc] -= static_cast<int64_t>(allocs - seen_[sc]) * size;
-    seen_[sc] = allocs;
-    return left_[sc];
+  // Can no list a refill hands out reach class `sc`'s point, its count
+  // being `allocs`?  (Not started, or objects held: false.)
+  bool beyond_reach(unsigned sc, uint64_t allocs) const {
+    return static_cast<int64_t>(allocs) < reach_from_[sc];
   }
-  // The object at the sample point was sampled: the next point is `bytes`
-  // past it (memoryless: the object's own bytes past the point are not
-  // counted again).
-  void restart(unsigned sc, uint64_t bytes) { left_[sc] = static_cast<int64_t>(bytes); }
+  // The objects class `sc` hands out, its count being `allocs`, before the
+  // one holding its point (0: the next one holds it; negative: the point
+  // was passed, which happens only when something allocated without a
+  // sample point, a thread inside the profiler).
+  int64_t ahead(unsigned sc, uint64_t allocs) const {
+    return static_cast<int64_t>(point_[sc] - allocs);
+  }
+  // The next point of class `sc` is `bytes` from its next object, its count
+  // being `allocs` (memoryless: after a sampled object, the object's own
+  // bytes past its point are not counted again).
+  void restart(unsigned sc, uint64_t allocs, uint64_t bytes) {
+    point_[sc] = allocs + bytes / sizeclass::kInfo.info[sc].size;
+    reach_from_[sc] = static_cast<int64_t>(point_[sc]) -
+                      static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity) + 1;
+  }
 
   // Objects a cut left over, for the next refill (nullptr: none).
   FreeObject* take_held(unsigned sc) {
@@ -81,10 +95,33 @@ class Sampler {
     }
   }
 
+  // Spare chunks (empty, kind kUnused, each of the smallest order): one to
+  // take (nullptr: none), one to keep (false: there are enough), and every
+  // one to `release`, a function of the chunk.
+  static constexpr unsigned kSpareChunks = 8;
+  ChunkMeta* take_spare() { return spares_ != 0 ? spare_[--spares_] : nullptr; }
+  bool keep_spare(ChunkMeta* m) {
+    if (spares_ == kSpareChunks) return false;
+    spare_[spares_++] = m;
+    return true;
+  }
+  bool spares_full() const { return spares_ == kSpareChunks; }
+  template <typename Release>
+  bool release_spares(Release&& release) {
+    bool any = spares_ != 0;
+    while (ChunkMeta* m = take_spare()) release(m);
+    return any;
+  }
+
  private:
-  int64_t left_[sizeclass::kCount] = {};
-  uint64_t seen_[sizeclass::kCount] = {};
+  // Per class: the count at which its point's object is handed out, and
+  // the lowest count from which a refill may reach it (a list holds at most
+  // a slab's capacity; 0 until started, which every count reaches).
+  uint64_t point_[sizeclass::kCount] = {};
+  int64_t reach_from_[sizeclass::kCount] = {};
   FreeObject* held_[sizeclass::kCount] = {};
+  ChunkMeta* spare_[kSpareChunks] = {};
+  unsigned spares_ = 0;
   bool started_ = false;
 };
 

@@ -6,7 +6,8 @@
 // resize rules of large objects (within the chunk, not below a quarter of
 // it, a shrink by a megabyte or more purges the tail) and of huge ones
 // (mapped alone beyond a region's size: shrink only, to at least half,
-// the tail unmapped); and the counters.  Other tests in this binary use
+// the tail unmapped); a chunk its caller keeps holding one object after
+// another; and the counters.  Other tests in this binary use
 // the backend too: counters are compared with a snapshot.
 #include "backend/large.h"
 
@@ -236,6 +237,42 @@ TEST_F(Large, CountersFollowAllocationsResizesAndFrees) {
   EXPECT_EQ(after.allocations, before.allocations + 2);
   EXPECT_EQ(after.frees, before.frees + 2);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
+// A chunk its caller keeps (an allocator's cache, for the heap profiler's
+// sampled objects) holds one object after another: place() makes it the
+// object, mapped and counted as any large one; retire() ends the object as
+// free() does but leaves the chunk, its dirty extent covering what the
+// object may have written; a chunk too small for the object is refused
+// untouched.
+TEST_F(Large, AChunkItsCallerKeepsHoldsOneObjectAfterAnother) {
+  const size_t kSmall = 3000, kBigger = 20000;
+  ASSERT_EQ(large::chunk_order(kSmall), chunks::kMinOrder);
+  ChunkMeta* m = chunks::alloc(large::chunk_order(kBigger));
+  ASSERT_NE(m, nullptr);
+  large::Counters before = large::counters();
+  EXPECT_EQ(large::place(m, (size_t{1} << m->order) + 1), nullptr);
+  EXPECT_EQ(m->kind, ChunkKind::kUnused);
+  EXPECT_EQ(large::counters().allocations, before.allocations);
+  for (size_t size : {kSmall, kBigger, kSmall}) {
+    void* p = large::place(m, size);
+    ASSERT_EQ(p, reinterpret_cast<void*>(m->base)) << size;
+    EXPECT_EQ(meta(p), m);
+    EXPECT_EQ(m->kind, ChunkKind::kLarge);
+    EXPECT_EQ(m->sample, nullptr);
+    EXPECT_EQ(large::usable(m), pages_of(size));
+    EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use + pages_of(size));
+    memset(p, 0x5a, size);
+    ASSERT_TRUE(large::retire(m));
+    EXPECT_EQ(meta(p), large::freed_record()) << "not marked freed in the pagemap";
+    EXPECT_EQ(m->kind, ChunkKind::kUnused);
+    EXPECT_GE(dirty_extent(m), pages_of(size));
+    EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
+  }
+  large::Counters after = large::counters();
+  EXPECT_EQ(after.allocations, before.allocations + 3);
+  EXPECT_EQ(after.frees, before.frees + 3);
+  chunks::release(m, dirty_extent(m));
 }
 
 // Up to a region's size an object comes from a region; beyond it, it is
