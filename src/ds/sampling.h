@@ -33,8 +33,31 @@ inline uint64_t next_random(uint64_t& state) {
 
 inline constexpr double kLn2 = 0.69314718055994530942;
 
+// The series below as polynomials with constant coefficients (Horner's
+// rule: no division per term): 1/(2k+1) for atanh, 1/n! for exp.
+inline constexpr int kAtanhTerms = 12;  // s^1 .. s^23: |s| <= 0.1716 leaves < 1e-19
+inline constexpr int kExpTerms = 20;    // r^0 .. r^19: |r| < ln 2 leaves < 1e-19
+inline constexpr auto kAtanhCoefficients = [] {
+  struct {
+    double c[kAtanhTerms];
+  } t{};
+  for (int k = 0; k < kAtanhTerms; k++) t.c[k] = 1.0 / (2 * k + 1);
+  return t;
+}();
+inline constexpr auto kExpCoefficients = [] {
+  struct {
+    double c[kExpTerms];
+  } t{};
+  double f = 1;
+  for (int n = 0; n < kExpTerms; n++) {
+    if (n > 0) f *= n;
+    t.c[n] = 1.0 / f;
+  }
+  return t;
+}();
+
 // ln(x) for x > 0 (finite): x = m * 2^e with m in [sqrt(1/2), sqrt(2)),
-// ln(m) = 2 atanh((m - 1) / (m + 1)) by its series.
+// ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), by its series in s^2.
 inline double ln(double x) {
   uint64_t bits_of_x = __builtin_bit_cast(uint64_t, x);
   int e = static_cast<int>((bits_of_x >> 52) & 0x7ff) - 1023;
@@ -46,35 +69,32 @@ inline double ln(double x) {
   }
   double s = (m - 1) / (m + 1);
   double s2 = s * s;
-  double term = s, sum = 0;
-  for (int k = 1; k < 40; k += 2) {
-    sum += term / k;
-    term *= s2;
-  }
-  return 2 * sum + e * kLn2;
+  double sum = kAtanhCoefficients.c[kAtanhTerms - 1];
+  for (int k = kAtanhTerms - 2; k >= 0; k--) sum = sum * s2 + kAtanhCoefficients.c[k];
+  return 2 * s * sum + e * kLn2;
 }
 
-// exp(-x) - 1 for x >= 0: by its series below 1/2 (no cancellation), else
-// exp(-x) from 2^-k exp(-r), r = x - k ln 2 in [0, ln 2).
+// exp(-r) for 0 <= r < 1 by its series.
+inline double exp_neg_small(double r) {
+  double sum = kExpCoefficients.c[kExpTerms - 1];
+  for (int n = kExpTerms - 2; n >= 0; n--) sum = sum * -r + kExpCoefficients.c[n];
+  return sum;
+}
+
+// exp(-x) - 1 for x >= 0: by its series below 1/2 (no cancellation:
+// (exp(-x) - 1) / -x summed first), else exp(-x) from 2^-k exp(-r),
+// r = x - k ln 2 in [0, ln 2).
 inline double expm1_neg(double x) {
   if (x < 0.5) {
-    double term = -x, sum = 0;
-    for (int n = 2; n < 24 && term != 0; n++) {
-      sum += term;
-      term *= -x / n;
-    }
-    return sum;
+    double sum = kExpCoefficients.c[kExpTerms - 1];
+    for (int n = kExpTerms - 2; n >= 1; n--) sum = sum * -x + kExpCoefficients.c[n];
+    return -x * sum;
   }
   if (x > 700) return -1;
-  int k = static_cast<int>(x / kLn2);
+  int k = static_cast<int>(x * (1 / kLn2));
   double r = x - k * kLn2;
-  double term = 1, e = 0;
-  for (int n = 1; n < 30; n++) {
-    e += term;
-    term *= -r / n;
-  }
   double scale = __builtin_bit_cast(double, static_cast<uint64_t>(1023 - k) << 52);  // 2^-k
-  return e * scale - 1;
+  return exp_neg_small(r) * scale - 1;
 }
 
 // Bytes to the next sample point: exponential with mean `rate`, floored

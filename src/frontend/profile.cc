@@ -55,6 +55,8 @@ uint64_t g_allocated = 0, g_next_profile = 0;
 
 // Set by start().
 uint64_t g_rate = 1;
+// What a sampled object of each size class stands for at g_rate (start()).
+sampling::Weight g_class_weights[sizeclass::kCount];
 uint64_t g_interval = 0;
 
 __thread bool t_inside __attribute__((tls_model("initial-exec"))) = false;
@@ -146,7 +148,8 @@ bool record(ChunkMeta* m, uint64_t bytes, unsigned sc, const void* caller) {
   uintptr_t pcs[kMaxFrames];
   uint32_t depth = capture_program_stack(pcs, caller);
   uint64_t hash = hash_of(pcs, depth);
-  sampling::Weight w = sampling::weight(bytes, g_rate);
+  sampling::Weight w =
+      sc < sizeclass::kCount ? g_class_weights[sc] : sampling::weight(bytes, g_rate);
   uint64_t now = os::now_ns();
   bool periodic = false;
   {
@@ -190,6 +193,8 @@ bool wanted() { return options::get(options::kProfile) != options::kProfileOff; 
 
 void start() {
   g_rate = options::get(options::kProfileRate);
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++)
+    g_class_weights[sc] = sampling::weight(sizeclass::kInfo.info[sc].size, g_rate);
   g_interval = options::get(options::kProfileInterval);
   g_next_profile = g_interval;
   {
