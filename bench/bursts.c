@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   uint64_t rounds = 200, lo = 16, hi = 4096, shortest = 25, longest = 1600;
   const BenchOption opts[] = {
       {"-n", &rounds}, {"-s", &lo}, {"-S", &hi}, {"-b", &shortest}, {"-B", &longest}};
-  if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0 || lo < 8 ||
-      hi < lo || shortest < 1 || longest < shortest || longest > 1000000) {
+  if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0 || lo < 8 || hi < lo ||
+      shortest < 1 || longest < shortest || longest > 1000000) {
     fprintf(stderr, "usage: %s [-n rounds] [-s min] [-S max] [-b shortest] [-B longest]\n",
             argv[0]);
     return 2;
@@ -99,11 +99,12 @@ int main(int argc, char** argv) {
     }
   }
   double seconds = BenchNow() - start;
-  printf("bench=bursts rounds=%llu min=%llu max=%llu shortest=%llu longest=%llu ops=%llu "
-         "bytes_written=%llu seconds=%.6f ops_per_sec=%.0f",
-         (unsigned long long)rounds, (unsigned long long)lo, (unsigned long long)hi,
-         (unsigned long long)shortest, (unsigned long long)longest, (unsigned long long)ops,
-         (unsigned long long)written, seconds, seconds > 0 ? (double)ops / seconds : 0.0);
+  printf(
+      "bench=bursts rounds=%llu min=%llu max=%llu shortest=%llu longest=%llu ops=%llu "
+      "bytes_written=%llu seconds=%.6f ops_per_sec=%.0f",
+      (unsigned long long)rounds, (unsigned long long)lo, (unsigned long long)hi,
+      (unsigned long long)shortest, (unsigned long long)longest, (unsigned long long)ops,
+      (unsigned long long)written, seconds, seconds > 0 ? (double)ops / seconds : 0.0);
   BenchReportTail(ok);
   free(objs);
   return ok ? 0 : 1;
