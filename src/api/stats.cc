@@ -17,6 +17,7 @@
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "ds/counter.h"
+#include "frontend/adoption.h"
 #include "frontend/offload.h"
 #include "frontend/service.h"
 #include "frontend/slab.h"
@@ -33,6 +34,14 @@ struct AllocatorTotals {
   uint64_t frees[sizeclass::kCount] = {};
   uint64_t slabs[sizeclass::kCount] = {};
   MessageCounters messages;
+  // From the slab records: where each class's slabs are.
+  struct Census {
+    uint64_t touched_bytes = 0;
+    uint64_t carved_bytes = 0;
+    uint64_t free_objects = 0;
+    uint64_t by_state[3] = {};  // indexed by SlabState
+    uint64_t parked = 0;
+  } census[sizeclass::kCount];
 };
 
 // A slab record's free objects into the frees of its class: local frees
@@ -48,7 +57,18 @@ ROOST_RACY_READER void add_slab_free_objects(const ChunkMeta* m, void* totals) {
   uint32_t carved = ROOST_RACY_LOAD(m->carved, uint16_t);
   auto state = static_cast<SlabState>(ROOST_RACY_LOAD(m->state, uint8_t));
   int32_t needed = ROOST_RACY_LOAD(m->needed, int32_t);
-  static_cast<AllocatorTotals*>(totals)->frees[sc] += slab::free_objects(state, needed, carved, sc);
+  auto* t = static_cast<AllocatorTotals*>(totals);
+  uint32_t free_objects = slab::free_objects(state, needed, carved, sc);
+  t->frees[sc] += free_objects;
+  AllocatorTotals::Census& c = t->census[sc];
+  c.free_objects += free_objects;
+  c.touched_bytes += size_t{ROOST_RACY_LOAD(m->touched_pages, uint16_t)} << config::kMinPageBits;
+  c.carved_bytes += uint64_t{carved} * sizeclass::kInfo.info[sc].size;
+  if (static_cast<unsigned>(state) < 3) c.by_state[static_cast<unsigned>(state)]++;
+  // The owner's record is never freed (pool entries live on), so reading
+  // it through a stale owner is safe.
+  auto* owner = static_cast<const Allocator*>(chunk_owner(m));
+  if (owner != nullptr && owner->parked()) c.parked++;
 }
 
 void sum_allocators(AllocatorTotals& t) {
@@ -116,6 +136,14 @@ void take(Snapshot& s) {
     c.bytes_in_use = c.objects_in_use * size;
     c.slabs = t.slabs[sc];
     c.slab_bytes = t.slabs[sc] * sizeclass::slab_size(sc);
+    const AllocatorTotals::Census& census = t.census[sc];
+    c.slab_bytes_touched = census.touched_bytes;
+    c.slab_bytes_carved = census.carved_bytes;
+    c.slab_objects_free = census.free_objects;
+    c.slabs_active = census.by_state[static_cast<unsigned>(SlabState::kActive)];
+    c.slabs_available = census.by_state[static_cast<unsigned>(SlabState::kAvailable)];
+    c.slabs_sleeping = census.by_state[static_cast<unsigned>(SlabState::kSleeping)];
+    c.slabs_parked = census.parked;
   }
   large::Counters lc = large::counters();
   out.bytes_in_use = static_cast<uint64_t>(small_bytes > 0 ? small_bytes : 0) + lc.bytes_in_use;
@@ -128,6 +156,7 @@ void take(Snapshot& s) {
   out.slabs = slabs;
   out.chunks = chunks::chunks_out();
   out.allocators = pool::allocators_created();
+  out.slabs_adopted = adoption::adopted();
   out.bytes_purged = chunks::purged_bytes();
   service::Counters sc = service::counters();
   out.service_running = sc.running ? 1 : 0;

@@ -83,6 +83,35 @@ struct alignas(64) ChunkMeta {
 };
 static_assert(sizeof(ChunkMeta) == 64);
 
+// A slab's owner may change while other threads read it (an exited
+// thread's slab adopted by another allocator: frontend/adoption.h), so it
+// is read and written through these, atomically.  Relaxed: a thread that
+// reads the old owner sends the object there, and the old owner forwards
+// it (the message path's rule for a slab that changed hands); the new
+// owner reads its own store; a thread that takes the old owner's allocator
+// later sees the new owner through the pool lock that ordered the change.
+inline void* chunk_owner(const ChunkMeta* m) {
+  return std::atomic_ref(const_cast<ChunkMeta*>(m)->owner).load(std::memory_order_relaxed);
+}
+inline void set_chunk_owner(ChunkMeta* m, const void* owner) {
+  std::atomic_ref(m->owner).store(const_cast<void*>(owner), std::memory_order_relaxed);
+}
+// The free fast path's test: does `allocator` own chunk `m`?  True only for
+// a slab the caller's own allocator owns, which nobody else can give away
+// (only a parked allocator's slabs change hands), so a value read while an
+// adoption changes it is some other allocator either way, and the slow path
+// reads it again with chunk_owner().  A plain load, which the compiler folds
+// into the comparison (an atomic load, which it does not fold, costs the
+// free fast path one instruction); an atomic one where ThreadSanitizer
+// checks the protocol.
+ROOST_INLINE bool owned_by(const ChunkMeta* m, const void* allocator) {
+#if defined(__SANITIZE_THREAD__)
+  return chunk_owner(m) == allocator;
+#else
+  return m->owner == allocator;
+#endif
+}
+
 // Bytes of a large, dirty or cached chunk's leading pages that may be
 // resident (written since it was last purged).
 inline size_t dirty_extent(const ChunkMeta* m) {

@@ -10,6 +10,8 @@
 //   Backpressure    when a refill waits for its objects to come home
 //   Sampler         with the heap profiler on: where each class's next
 //                   sample falls, and objects held back from its fast list
+// A class that would take memory no slab uses first adopts a slab an exited
+// thread's allocator gives up, if one is offered (frontend/adoption.h).
 // The fast paths (an object off a class's fast list; an object back into a
 // slab this allocator owns; another allocator's object into the BatchIt
 // cache) are inline here; refilling a class and the other slow paths,
@@ -18,8 +20,8 @@
 // Owns: the fast lists, the class counters, its components, and the rules
 // between them (when the inbox is visited, where slabs come from and go).
 // Must never: take a lock, make a syscall or do an atomic read-modify-write
-// on a fast path; touch another allocator's slabs; know which thread holds
-// it (frontend/allocator_pool.h).
+// on a fast path; touch another allocator's slabs (a slab given up to it is
+// its own by then); know which thread holds it (frontend/allocator_pool.h).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@
 #include "ds/counter.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "frontend/adoption.h"
 #include "frontend/backpressure.h"
 #include "frontend/checks.h"
 #include "frontend/chunk_cache.h"
@@ -127,7 +130,7 @@ class Allocator {
   // ---- free ----
 
   // Does this allocator own slab `m`?  (Large objects have no owner.)
-  ROOST_INLINE bool owns(const ChunkMeta* m) const { return m->owner == this; }
+  ROOST_INLINE bool owns(const ChunkMeta* m) const { return owned_by(m, this); }
   // A sampled small object (refill_sampled()) of any allocator, its sample
   // forgotten, freed by this allocator's thread: its chunk stays with this
   // allocator for its next sampled object (Sampler's spares), else it is
@@ -140,7 +143,7 @@ class Allocator {
   // one, misuse).  The exact object-start test costs a multiply chain, so
   // only checked builds make it here (every slow path makes it).
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p) {
-    if (ROOST_UNLIKELY(m->owner != this)) return false;
+    if (ROOST_UNLIKELY(!owned_by(m, this))) return false;
     if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
     // Not counted here: statistics count local frees from the slabs
     // (SizeClassSlabs::list_balance).
@@ -193,6 +196,19 @@ class Allocator {
   // for the active slabs).  True if any memory went back to the backend.
   bool release_unused();
 
+  // ---- adoption (frontend/adoption.h) ----
+  // This allocator is parked, and its caller holds it (the pool lock).
+
+  // The classes (bit `sc`) of which it could give a slab to another.
+  uint64_t offered_classes() const { return slabs_.offered_classes(); }
+  // A slab of class `sc` given up to `adopter`, its owner from now on
+  // (nullptr: none).
+  ChunkMeta* give_up_slab(unsigned sc, const void* adopter) {
+    return slabs_.give_up(sc, adopter, chunks_);
+  }
+  // Slab `m`, one of its own, given up to `adopter`.
+  void give_up_slab(ChunkMeta* m, const void* adopter) { slabs_.give_up(m, adopter, chunks_); }
+
   // ---- full offload (frontend/offload.h) ----
 
   // The thread's port, when offload is on: its slow paths go there first.
@@ -215,6 +231,7 @@ class Allocator {
   bool has_mail() const { return messenger_.has_mail(); }
   // See Messenger::set_parked (the pool parks allocators of exited threads).
   void set_parked(bool parked) { messenger_.set_parked(parked); }
+  bool parked() const { return messenger_.parked(); }
   // The service thread's look at this allocator's mail (see
   // Messenger::look_for_neglected_mail).
   Messenger::Look look_for_neglected_mail() { return messenger_.look_for_neglected_mail(); }
@@ -268,6 +285,12 @@ class Allocator {
   ROOST_NOINLINE void* refill_with_mail(unsigned sc);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
   void* take_other_slab(unsigned sc);
+  // A slab of class `sc` a parked allocator gives up (adoption.h), as the
+  // class's active slab: a list for the fast list, or nullptr.
+  ROOST_NOINLINE FreeObject* adopt_slab(unsigned sc);
+  // Slab `m`, whose owner is parked, adopted as it is (adoption.h); false
+  // when its owner would not give it up.
+  bool adopt_slab(ChunkMeta* m);
   // `list` (not empty) becomes class `sc`'s fast list; returns its first
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
@@ -308,7 +331,7 @@ class Allocator {
 };
 
 inline Messenger* Messenger::owner_of(const ChunkMeta* m) {
-  return &static_cast<Allocator*>(m->owner)->messenger_;
+  return &static_cast<Allocator*>(chunk_owner(m))->messenger_;
 }
 
 }  // namespace roost

@@ -13,6 +13,7 @@
 #include "backend/pagemap.h"
 #include "backend/zero_size.h"
 #include "ds/spinlock.h"
+#include "frontend/adoption.h"
 #include "frontend/offload.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
@@ -76,11 +77,58 @@ Entry* acquire() {
   return e;
 }
 
+// Set at start-up (ROOST_ADOPT), before any thread allocates.
+bool g_adoption = false;
+
+// The classes of which the parked allocator `e` could give a slab become
+// offered (adoption.h).  Under g_lock.
+void offer_slabs(Entry* e) {
+  if (g_adoption) adoption::offer(e->allocator.offered_classes());
+}
+
+// `e` waits in the pool (its caller let go of everything not in use: it
+// holds no object off its slabs).
 void release(Entry* e) {
   LockGuard guard(g_lock);
   e->next_pooled = g_pooled;
   g_pooled = e;
   e->allocator.set_parked(true);
+  offer_slabs(e);
+}
+
+// adoption::Source: the first slab of class `sc` a parked allocator gives
+// up.  Under the pool lock, which holds each parked allocator as its owner
+// for the moment, so the slab's owner changes while nobody else can reach
+// its record through that allocator; skipped when the pool is busy.
+ChunkMeta* give_offered_slab(unsigned sc, const void* adopter) {
+  if (!g_lock.try_lock()) return nullptr;
+  ChunkMeta* m = nullptr;
+  for (Entry* e = g_pooled; e != nullptr && m == nullptr; e = e->next_pooled)
+    m = e->allocator.give_up_slab(sc, adopter);
+  if (m != nullptr)
+    adoption::count_adopted();
+  else
+    adoption::withdraw(sc);
+  g_lock.unlock();
+  return m;
+}
+
+// adoption::Source: slab `m` given up by its owner if that is parked in the
+// pool (not the service's allocator, parked too but never pooled).  The
+// owner read under the lock is the slab's (parked slabs change owner only
+// under it), and the slab is the owner's still: the caller holds one of its
+// objects, so it was not released.
+bool give_this_slab(ChunkMeta* m, const void* adopter) {
+  if (!g_lock.try_lock()) return false;
+  const void* owner = chunk_owner(m);
+  Entry* e = g_pooled;
+  while (e != nullptr && &e->allocator != owner) e = e->next_pooled;
+  if (e != nullptr) {
+    e->allocator.give_up_slab(m, adopter);
+    adoption::count_adopted();
+  }
+  g_lock.unlock();
+  return e != nullptr;
 }
 
 void on_thread_exit(void* arg) {
@@ -117,6 +165,7 @@ void help_pooled() {
     // for the moment.
     if (e->allocator.visit_inbox()) {
       e->allocator.release_unused();
+      offer_slabs(e);
       break;
     }
   }
@@ -200,6 +249,8 @@ bool global_init() {
       }
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
       ChunkCache::set_shortage_hook(help_pooled);
+      g_adoption = options::get(options::kAdopt) != 0;
+      if (g_adoption) adoption::set_source({give_offered_slab, give_this_slab});
       service::install();
       // release: publishes the set-up above to the unlocked acquire at the top.
       g_ready.store(true, std::memory_order_release);
@@ -243,6 +294,9 @@ void* alloc_unbound(Allocator*, unsigned sc, const void*) {
     return nullptr;
   }
   void* p = e->allocator.alloc(sc);
+  // A pooled allocator holds no object off its slabs (its fast lists
+  // given back), so any slab it gives up in adoption is whole.
+  e->allocator.release_unused();
   release(e);
   return p;
 }
@@ -264,6 +318,7 @@ uint64_t drain_parked(bool* more) {
     if (!e->allocator.visit_inbox()) continue;
     drained++;
     e->allocator.release_unused();
+    offer_slabs(e);
     if (e->allocator.has_mail()) *more = true;
   }
   return drained;
@@ -331,8 +386,10 @@ bool trim_all() {
   }
   LockGuard guard(g_lock);
   if (bound) released |= self->release_unused();
-  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled)
+  for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) {
     released |= e->allocator.release_unused();
+    offer_slabs(e);
+  }
   return released;
 }
 

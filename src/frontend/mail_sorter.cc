@@ -72,7 +72,7 @@ void Sorter::add(QueueNode* node) {
   ChunkMeta* m = pagemap::lookup(node);
   // Another allocator's batch (sent here to be forwarded) goes back as it
   // came: the owner forwards it when it receives.
-  if (m->owner != owner_) return to_rest(node, node);
+  if (chunk_owner(m) != owner_) return to_rest(node, node);
   if (!reserve_scratch()) {
     result_.overflowed = true;
     return to_rest(node, node);

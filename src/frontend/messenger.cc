@@ -161,8 +161,9 @@ void Messenger::post(bool keep_lanes) {
   // Round r sends every bucket but the home one (this allocator's id bits
   // at the round's shift) to the owner of its first object; the home
   // bucket's objects share those bits with us but belong to others, so they
-  // are re-sorted by the next bits.  Ids differ somewhere, so this ends
-  // within 32 / kBucketBits rounds.
+  // are re-sorted by the next bits (but a batch of a slab this allocator
+  // has adopted since it was filed, which goes to its own inbox).  Ids
+  // differ somewhere, so this ends within 32 / kBucketBits rounds.
   for (unsigned shift = 0;; shift += config::kBucketBits) {
     unsigned home = (id_ >> shift) & Outbox::kMask;
     outbox_.for_each_filled([&](unsigned b) {
@@ -176,7 +177,14 @@ void Messenger::post(bool keep_lanes) {
     unsigned next_shift = shift + config::kBucketBits;
     while (list != nullptr) {
       QueueNode* next = list->next(std::memory_order_relaxed);  // relaxed: the outbox's own
-      file(owner_of(list), list, next_shift);
+      Messenger* dest = owner_of(list);
+      // A slab this allocator adopted after the batch was filed: its own
+      // inbox takes it (its id would stay home at every shift).
+      if (ROOST_UNLIKELY(dest == this)) {
+        deliver(this, list, list);
+      } else {
+        file(dest, list, next_shift);
+      }
       list = next;
     }
   }

@@ -11,7 +11,7 @@
 // bucket.  Receiving takes a bounded
 // number of batches from the inbox, hands each batch of its own to the
 // caller, and forwards the others (home-bucket forwarding: ids that share
-// low bits with ours).
+// low bits with ours; and slabs adopted by another allocator since).
 //
 // The inbox has one consumer at a time: its allocator's thread, or the
 // service thread sorting the mail of a thread that has not received any for
@@ -156,6 +156,8 @@ class Messenger {
     full_fence();
   }
   static void set_mail_hook(void (*hook)());
+  // Relaxed: statistics (approximate while the pool changes it).
+  bool parked() const { return parked_.load(std::memory_order_relaxed); }
 
   // This messenger's counters, those of frees sent alone, and those of
   // batches the service found whole (counted as received).
@@ -304,10 +306,11 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
     slab_batch::Batch b = slab_batch::open(node, m->obj_size);
     if constexpr (config::kCheckMessages) checks::batch(m, b);
     objects += b.count;
-    if (m->owner == mine) {
+    if (chunk_owner(m) == mine) {
       deliver(m, b);
     } else {
-      // Sent here because our id shares the owner's low bits: pass the
+      // Sent here because our id shares the owner's low bits, or the slab
+      // changed hands since it was sent (frontend/adoption.h): pass the
       // whole batch on.
       file(owner_of(m), node, 0);
       forwarded += b.count;

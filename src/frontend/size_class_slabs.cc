@@ -74,6 +74,75 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   cache.keep(m);
 }
 
+namespace {
+
+// Could a refill take objects from the active slab `m`?
+bool can_refill_from(const ChunkMeta* m) {
+  return m->free_head != nullptr || !slab::fully_carved(m);
+}
+
+}  // namespace
+
+uint64_t SizeClassSlabs::offered_classes() const {
+  static_assert(sizeclass::kCount <= 64, "one bit per class");
+  uint64_t classes = 0;
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    bool available = !available_[sc].empty();
+    if (available || (active_[sc] != nullptr && can_refill_from(active_[sc])))
+      classes |= uint64_t{1} << sc;
+  }
+  return classes;
+}
+
+ChunkMeta* SizeClassSlabs::give_up(unsigned sc, const void* adopter, ChunkCache& cache) {
+  ChunkMeta* m = available_[sc].head;
+  if (m == nullptr) {
+    m = active_[sc];
+    if (m == nullptr || !can_refill_from(m)) return nullptr;
+  }
+  give_up(m, adopter, cache);
+  return m;
+}
+
+void SizeClassSlabs::give_up(ChunkMeta* m, const void* adopter, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  // Active, awake (on the available list), or asleep (on no list).
+  if (m == active_[sc]) {
+    active_[sc] = nullptr;
+  } else if (m->state == SlabState::kAvailable) {
+    available_[sc].remove(m);
+    if (m == spare_[sc]) forget_spare(sc, cache);
+  }
+  bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
+  bytes_held_ -= sizeclass::slab_size(sc);
+  set_chunk_owner(m, adopter);
+}
+
+void SizeClassSlabs::count_adopted(unsigned sc) {
+  bump_counter(slabs_[sc]);
+  bytes_held_ += sizeclass::slab_size(sc);
+}
+
+void SizeClassSlabs::adopt_as_is(ChunkMeta* m, ChunkCache& cache) {
+  count_adopted(m->sizeclass);
+  if (slab::is_active(m)) {
+    // Sleeps, or wakes at once (joins the available list, or goes empty).
+    if (slab::leave_active(m)) on_state_change(m, cache);
+  } else if (!slab::is_asleep(m)) {
+    available_[m->sizeclass].push_front(m);
+  }
+}
+
+FreeObject* SizeClassSlabs::adopt(ChunkMeta* m, ChunkCache& cache) {
+  unsigned sc = m->sizeclass;
+  count_adopted(sc);
+  // Available (awake) or active, as its giver held it.
+  FreeObject* list = take_free(m, m->state);
+  make_active(m, cache);
+  if (list == nullptr) list = slab::carve(m, nullptr);  // an active slab's tail
+  return list;
+}
+
 bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount],
                                     ChunkCache& cache) {
   uint64_t slabs_before = slab_count();

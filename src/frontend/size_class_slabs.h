@@ -6,10 +6,12 @@
 // charged to the chunk cache's reserve); and the count of slabs owned (per
 // class, changed only as slabs start and retire).
 // Sleeping slabs are on no list: the frees that wake them find them again.
-// Every step is O(1).  Its refill steps hand the allocator lists of objects
-// for a class's fast list (which the allocator owns).  Must never: touch a
-// slab another allocator owns, or hold an empty slab beyond the spare
-// (empty slabs go back to the chunk cache).
+// A parked allocator's slab may be given up to another allocator, which
+// adopts it (frontend/adoption.h).  Every step is O(1) but offered_classes(),
+// a look at each class.  Its refill steps hand the allocator lists of
+// objects for a class's fast list (which the allocator owns).  Must never:
+// touch a slab another allocator owns, or hold an empty slab beyond the
+// spare (empty slabs go back to the chunk cache).
 //
 // Slab life: a new slab is its class's active one, carved from its bump
 // tail a page at a time for the class's fast list (pages a chunk's previous
@@ -102,6 +104,28 @@ class SizeClassSlabs {
   // parked allocator's mail delivered).  True if any slab went.
   bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
 
+  // ---- adoption: a slab changes allocators (frontend/adoption.h) ----
+  // The giver is parked and held by the caller (the pool lock: no thread,
+  // no delivery); the adopter is its thread's own.
+
+  // The classes (bit `sc`) of which this allocator could give a slab: one
+  // with free objects on the available list, or an active one with free
+  // objects or a tail to carve.
+  uint64_t offered_classes() const;
+  // Gives up such a slab of class `sc` (nullptr: none): it leaves this
+  // allocator's lists and counts, and names `adopter` as its owner from
+  // now on.  `cache`: this allocator's (a spare given up is uncharged).
+  ChunkMeta* give_up(unsigned sc, const void* adopter, ChunkCache& cache);
+  // Gives up slab `m`, whatever its state: as give_up().
+  void give_up(ChunkMeta* m, const void* adopter, ChunkCache& cache);
+  // Slab `m`, given up to this allocator, becomes its class's active slab;
+  // returns its free objects, or the next carve of its tail, for the
+  // class's fast list.
+  FreeObject* adopt(ChunkMeta* m, ChunkCache& cache);
+  // Slab `m`, given up to this allocator, keeps its state (an active one
+  // is active no longer): it joins the available list or stays asleep.
+  void adopt_as_is(ChunkMeta* m, ChunkCache& cache);
+
   // `n` objects of class `sc` came back to their slab in the mail (for
   // the list balance).
   void note_delivered(unsigned sc, uint32_t n) { bump_counter(list_balance_[sc], -uint64_t{n}); }
@@ -141,6 +165,8 @@ class SizeClassSlabs {
   // Class `sc`'s spare is no longer one (taken for use, or released).
   void forget_spare(unsigned sc, ChunkCache& cache);
   void release(ChunkMeta* m, ChunkCache& cache);
+  // A slab of class `sc` given up to this allocator counts as its own.
+  void count_adopted(unsigned sc);
 
   ChunkMeta* active_[sizeclass::kCount] = {};
   DList<ChunkMeta> available_[sizeclass::kCount] = {};

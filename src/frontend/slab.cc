@@ -9,7 +9,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
   // carve can use without touching fresh pages.
   uint32_t resident = m->dirty_pages;
   uint32_t pages = static_cast<uint32_t>(sizeclass::slab_size(sc) >> config::kMinPageBits);
-  m->owner = const_cast<void*>(owner);
+  set_chunk_owner(m, owner);
   m->free_head = nullptr;
   m->sizeclass = static_cast<uint8_t>(sc);
   set_kind(m, ChunkKind::kSlab);
@@ -25,7 +25,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
 
 void retire(ChunkMeta* m) {
   pagemap::set_range(m->base, sizeclass::slab_size(m->sizeclass), nullptr);
-  m->owner = nullptr;
+  set_chunk_owner(m, nullptr);
   m->free_head = nullptr;
   m->dirty_pages = m->touched_pages;  // overlays `carved`: read first
   // No class: a BatchIt way may still name this record (RemoteCache keeps

@@ -3,7 +3,7 @@
 // come back through the active slab; an emptied slab stays as the class's
 // spare within the reserve and is reused before fresh pages, or goes back
 // to the chunk cache; release_unused lets go of everything; slabs are
-// counted by class.
+// counted by class; a parked allocator's slab changes hands (adoption).
 #include "frontend/size_class_slabs.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ const int kOwner = 0;  // what the slabs under test name as their owner
 // Memory released by earlier tests is purged first, so the slabs here start
 // on untouched pages.
 struct Fixture {
-  Fixture() {
+  explicit Fixture(const void* owner = &kOwner) : slabs(owner) {
     EXPECT_TRUE(pagemap::init());
     chunks::purge_all();
   }
@@ -68,7 +68,7 @@ struct Fixture {
   }
   FreeObject* fast[sizeclass::kCount] = {};
   ChunkCache cache;
-  SizeClassSlabs slabs{&kOwner};
+  SizeClassSlabs slabs;
 };
 
 constexpr unsigned kClass1K = sizeclass::from_size(1024);
@@ -249,4 +249,68 @@ TEST(SizeClassSlabs, ReleaseUnusedLetsGoOfEverySlabWithNothingOut) {
   EXPECT_EQ(f.slabs.slab_count(), 0u);
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) EXPECT_EQ(f.slabs.slab_count(sc), 0u);
   for (void* p : held) EXPECT_EQ(pagemap::lookup(p), nullptr);
+}
+
+TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
+  const int kAdopter = 0;
+  Fixture giver;
+  // Three slabs' worth, all out: the first two asleep, the third active.
+  std::vector<void*> objects;
+  for (uint32_t i = 0; i < 3 * kInfo1K.capacity; i++) objects.push_back(giver.alloc(kClass1K));
+  ChunkMeta* first = pagemap::lookup(objects[0]);
+  ChunkMeta* second = pagemap::lookup(objects[kInfo1K.capacity]);
+  ASSERT_NE(first, second);
+  // Half of the first comes back (it wakes: available, with free objects).
+  std::vector<void*> in_first(objects.begin(), objects.begin() + kInfo1K.capacity);
+  std::vector<void*> out_first;
+  for (uint32_t i = 0; i < kInfo1K.capacity; i++) {
+    if (i % 2 == 0)
+      giver.free(in_first[i]);
+    else
+      out_first.push_back(in_first[i]);
+  }
+  EXPECT_EQ(first->state, SlabState::kAvailable);
+  EXPECT_EQ(second->state, SlabState::kSleeping);
+  EXPECT_NE(giver.slabs.offered_classes() & (uint64_t{1} << kClass1K), 0u);
+  EXPECT_EQ(giver.slabs.offered_classes() & (uint64_t{1} << sizeclass::from_size(64)), 0u);
+
+  // The available slab is the one given for a refill: its owner, counts and
+  // free objects go with it.
+  Fixture adopter(&kAdopter);
+  EXPECT_EQ(giver.slabs.give_up(kClass1K, &kAdopter, giver.cache), first);
+  EXPECT_EQ(chunk_owner(first), &kAdopter);
+  EXPECT_EQ(giver.slabs.slab_count(kClass1K), 2u);
+  EXPECT_EQ(giver.slabs.bytes_held(), 2 * sizeclass::slab_size(kClass1K));
+  adopter.fast[kClass1K] = adopter.slabs.adopt(first, adopter.cache);
+  EXPECT_EQ(adopter.slabs.slab_count(kClass1K), 1u);
+  EXPECT_EQ(adopter.slabs.bytes_held(), sizeclass::slab_size(kClass1K));
+  EXPECT_TRUE(slab::is_active(first));
+  std::set<void*> got;
+  while (void* p = adopter.pop(kClass1K)) got.insert(p);
+  std::set<void*> freed_by_giver;
+  for (uint32_t i = 0; i < kInfo1K.capacity; i += 2) freed_by_giver.insert(in_first[i]);
+  EXPECT_EQ(got, freed_by_giver);
+  for (void* p : got) EXPECT_EQ(pagemap::lookup(p), first);
+
+  // A sleeping slab given up keeps its state: the adopter's frees wake it
+  // onto the adopter's available list.
+  giver.slabs.give_up(second, &kAdopter, giver.cache);
+  EXPECT_EQ(chunk_owner(second), &kAdopter);
+  adopter.slabs.adopt_as_is(second, adopter.cache);
+  EXPECT_EQ(second->state, SlabState::kSleeping);
+  EXPECT_EQ(adopter.slabs.slab_count(kClass1K), 2u);
+  EXPECT_EQ(giver.slabs.slab_count(kClass1K), 1u);
+  uint32_t wake = slab::wake_count(second);
+  for (uint32_t i = 0; i < wake; i++) adopter.free(objects[kInfo1K.capacity + i]);
+  EXPECT_EQ(second->state, SlabState::kAvailable);
+  for (uint32_t i = wake; i < kInfo1K.capacity; i++) adopter.free(objects[kInfo1K.capacity + i]);
+
+  // Everything else back to its owner now.
+  for (void* p : got) adopter.free(p);
+  for (void* p : out_first) adopter.free(p);
+  for (uint32_t i = 2 * kInfo1K.capacity; i < 3 * kInfo1K.capacity; i++) giver.free(objects[i]);
+  adopter.slabs.release_unused(adopter.fast, adopter.cache);
+  giver.slabs.release_unused(giver.fast, giver.cache);
+  EXPECT_EQ(adopter.slabs.slab_count(), 0u);
+  EXPECT_EQ(giver.slabs.slab_count(), 0u);
 }
