@@ -15,8 +15,8 @@
 // new one, as it forwards any batch of a slab it does not own
 // (backend/chunk_meta.h: chunk_owner).  So an exited thread's half-used
 // slabs fill with its successors' objects, as a shared heap's would.
-// Experimental, off unless ROOST_ADOPT=1 (the pool then offers nothing and
-// hands nothing over).
+// Experimental, off unless ROOST_ADOPT=1 (without it the pool offers
+// nothing and installs no hook).
 //
 // Owns: the per-class hint (some parked allocator may give a slab of the
 // class), the hook by which a refill reaches the pool's slabs, and the
@@ -73,7 +73,7 @@ struct Source {
   // owner already), or nullptr: none to give, or the pool busy.
   ChunkMeta* (*of_class)(unsigned sc, const void* adopter);
   // Slab `m`, whose owner may be parked, given up to `adopter`: false when
-  // its owner is not parked, or the pool is busy.
+  // its owner is not in the pool, or the pool is busy.
   bool (*this_slab)(ChunkMeta* m, const void* adopter);
 };
 inline constinit Source g_source = {};

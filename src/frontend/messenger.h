@@ -156,7 +156,8 @@ class Messenger {
     full_fence();
   }
   static void set_mail_hook(void (*hook)());
-  // Relaxed: statistics (approximate while the pool changes it).
+  // Relaxed: a hint (statistics, and adoption's look at a slab's owner,
+  // which the pool makes again under its lock).
   bool parked() const { return parked_.load(std::memory_order_relaxed); }
 
   // This messenger's counters, those of frees sent alone, and those of

@@ -84,7 +84,6 @@ bool can_refill_from(const ChunkMeta* m) {
 }  // namespace
 
 uint64_t SizeClassSlabs::offered_classes() const {
-  static_assert(sizeclass::kCount <= 64, "one bit per class");
   uint64_t classes = 0;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     bool available = !available_[sc].empty();

@@ -108,9 +108,9 @@ class SizeClassSlabs {
   // The giver is parked and held by the caller (the pool lock: no thread,
   // no delivery); the adopter is its thread's own.
 
-  // The classes (bit `sc`) of which this allocator could give a slab: one
-  // with free objects on the available list, or an active one with free
-  // objects or a tail to carve.
+  // The classes (bit `sc`: adoption.h's hint) of which this allocator could
+  // give a slab: one with free objects on the available list, or an active
+  // one with free objects or a tail to carve.
   uint64_t offered_classes() const;
   // Gives up such a slab of class `sc` (nullptr: none): it leaves this
   // allocator's lists and counts, and names `adopter` as its owner from
