@@ -21,9 +21,9 @@
 // others' objects onto them, so the first two do not apply there.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <latch>
 #include <mutex>
 #include <random>
 #include <set>
@@ -39,29 +39,6 @@ namespace {
 
 bool adoption_on() { return env_option_on("ROOST_ADOPT", false); }
 
-struct roost_stats snap() {
-  return stats_snapshot();
-}
-
-// A one-shot signal between two threads.
-class Gate {
- public:
-  void open() {
-    std::lock_guard<std::mutex> lock(m_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(m_);
-    cv_.wait(lock, [this] { return open_; });
-  }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
 // Objects of this size share a class (roost's 1 KiB class).
 constexpr size_t kSize = 1000;
 
@@ -71,15 +48,15 @@ TEST(Adoption, ARefillTakesAnExitedThreadsHalfUsedSlab) {
   if (offload_on()) GTEST_SKIP() << "under full offload threads allocate from the service's rings";
   // The adopter binds its allocator first (an object of another class), so
   // it cannot be handed the exited thread's allocator whole.
-  Gate adopter_bound, exited;
+  std::latch adopter_bound(1), exited(1);
   std::vector<void*> kept;      // the exited thread's objects still in use
   std::set<uintptr_t> holes;    // those it freed
   std::vector<void*> adopters;  // what the adopter then allocated
   struct roost_stats before {};
   std::thread adopter([&] {
     void* bind = roost_malloc(16);
-    before = snap();
-    adopter_bound.open();
+    before = stats_snapshot();
+    adopter_bound.count_down();
     exited.wait();
     for (size_t i = 0; i < holes.size(); i++) adopters.push_back(roost_malloc(kSize));
     roost_free(bind);
@@ -98,9 +75,9 @@ TEST(Adoption, ARefillTakesAnExitedThreadsHalfUsedSlab) {
     }
   });
   old.join();
-  exited.open();
+  exited.count_down();
   adopter.join();
-  struct roost_stats after = snap();
+  struct roost_stats after = stats_snapshot();
 
   size_t in_holes = 0;
   for (void* p : adopters) in_holes += holes.count(reinterpret_cast<uintptr_t>(p));
@@ -129,20 +106,20 @@ TEST(Adoption, FreeingAnExitedThreadsObjectsAdoptsTheirSlabs) {
   std::vector<void*> objects;
   // The freer binds its allocator first, so it cannot be handed the exited
   // thread's allocator whole (whose frees would then be local anyway).
-  Gate freer_bound, exited;
+  std::latch freer_bound(1), exited(1);
   struct roost_stats before {
   }, after{};
   bool intact = true;
   std::thread freer([&] {
     void* bind = roost_malloc(16);
-    before = snap();
-    freer_bound.open();
+    before = stats_snapshot();
+    freer_bound.count_down();
     exited.wait();
     for (int i = 0; i < kObjects; i++) {
       intact &= check_pattern(objects[i], 200, static_cast<uint64_t>(i));
       roost_free(objects[i]);
     }
-    after = snap();
+    after = stats_snapshot();
     roost_free(bind);
     roost_trim();
   });
@@ -155,7 +132,7 @@ TEST(Adoption, FreeingAnExitedThreadsObjectsAdoptsTheirSlabs) {
     }
   });
   old.join();
-  exited.open();
+  exited.count_down();
   freer.join();
   EXPECT_TRUE(intact);
   uint64_t remote = after.remote_frees - before.remote_frees;
@@ -221,7 +198,7 @@ TEST(Adoption, GenerationsWhoseObjectsOthersFreeLoseNothing) {
   std::string fork_result = "not run";
 
   struct roost_stats before {};
-  std::thread first([&] { before = snap(); });
+  std::thread first([&] { before = stats_snapshot(); });
   first.join();
 
   std::vector<std::thread> freers;
@@ -296,7 +273,7 @@ TEST(Adoption, GenerationsWhoseObjectsOthersFreeLoseNothing) {
   struct roost_stats after {};
   std::thread last([&] {
     roost_trim();
-    after = snap();
+    after = stats_snapshot();
   });
   last.join();
   EXPECT_EQ(bad.load(), 0u);
