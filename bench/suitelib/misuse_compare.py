@@ -54,7 +54,8 @@ from .common import REPO, last_lines, log, parse_list, rel
 from .measure import run_env
 
 DEFAULT_ALLOCATORS = ["glibc", "roost", "roost-secure", "snmalloc", "snmalloc-checks",
-                      "mimalloc-v2", "mimalloc-v2-secure", "mimalloc-v3-secure"]
+                      "mimalloc-v2", "mimalloc-v2-secure", "mimalloc-v3-secure", "scudo",
+                      "hardened_malloc"]
 CATALOG = os.path.join("tests", "roost_misuse_catalog")   # in the build directory
 CATALOG_SOURCE = os.path.join(REPO, "tests", "misuse_catalog_test.cc")
 TARGETS = ["roost_misuse_catalog", "roost", "roost_secure"]
@@ -418,8 +419,9 @@ def report_markdown(allocs, cases, table, notes, runs, command, build_problem, e
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Runs roost's misuse catalog (tests/misuse_catalog_test.cc) in observe mode "
-                    "under glibc, roost, roost-secure and the peers' hardened builds, and prints "
-                    "what each allocator did with each misuse as Markdown tables.",
+                    "under glibc, roost, roost-secure, the peers' hardened builds, scudo and "
+                    "hardened_malloc, and prints what each allocator did with each misuse as "
+                    "Markdown tables.",
         epilog=__doc__[__doc__.index("An outcome is one of"):],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS),

@@ -21,11 +21,28 @@ Provides each peer as a shared library to LD_PRELOAD, ready and checked:
                                                   -> libsnmallocshim-checks.so
     mimalloc-v2-secure  v2 with -DMI_SECURE=ON    -> libmimalloc-secure.so
     mimalloc-v3-secure  v3 with -DMI_SECURE=ON    -> libmimalloc-secure.so
+  and two hardened allocators (opt-in as well) whose crates build no
+  preloadable library, compiled here with the system C/C++ compiler ($CC,
+  $CXX, else cc, c++), one command per source file:
+    scudo        scudo-sys (scudo-standalone/: LLVM's standalone scudo, a
+                 snapshot with no release number: the version shown is the
+                 crate's): compiler-rt's clang_rt.scudo_standalone shared
+                 runtime (the core, wrappers_c.cpp on scudo's default Linux
+                 config, wrappers_cpp.cpp) with its CMakeLists' flags; no
+                 GWP-ASan (not in the crate)                -> libscudo.so
+    hardened_malloc
+                 hardened-malloc-sys (vendor/hardened-malloc/: GrapheneOS's
+                 hardened_malloc, whose version is the crate's major) as its
+                 Makefile (which the crate leaves out) builds it, with
+                 config/default.mk, less -Werror   -> libhardened_malloc.so
+    hardened_malloc-light
+                 the same with config/light.mk (VARIANT=light)
+                                                   -> libhardened_malloc-light.so
   The crates are pinned (CRATES below). cargo fetches them into its own
   registry cache (~/.cargo/registry, or $CARGO_HOME): a throwaway Cargo project
   under <build_root>/cargo/ depends on the crate, `cargo fetch` downloads it and
   `cargo metadata` says where its sources were unpacked. Nothing is copied:
-  CMake reads the sources in the cargo cache and builds into
+  CMake (or the compiler) reads the sources in the cargo cache and builds into
   <build_root>/<name>-<version>/ (log: build.log there). libmimalloc-sys leaves
   out mimalloc's cmake/ directory, whose mimalloc-config-version.cmake and
   JoinPaths.cmake the CMakeLists includes by relative path: stand-ins for both
@@ -53,6 +70,7 @@ peer is missing, 2 on bad arguments.
 
 import argparse
 import collections
+import concurrent.futures
 import contextlib
 import fcntl
 import json
@@ -79,15 +97,21 @@ DEBIAN = collections.OrderedDict([
 
 # Crates whose sources we build (pinned: bump here, and the next call rebuilds).
 # snmalloc-sys 0.7.6 is the newest snmalloc-sys and carries snmalloc 0.7.6;
-# libmimalloc-sys 0.1.49 carries mimalloc 2.3.2 (v2/) and 3.3.2 (v3/).
+# libmimalloc-sys 0.1.49 carries mimalloc 2.3.2 (v2/) and 3.3.2 (v3/); scudo-sys 0.2.2
+# (the newest) a snapshot of LLVM's scudo standalone; hardened-malloc-sys 16.0.2026071503
+# (the newest) hardened_malloc 16.
 CRATES = {
     "snmalloc-sys": "0.7.6",
     "libmimalloc-sys": "0.1.49",
+    "scudo-sys": "0.2.2",
+    "hardened-malloc-sys": "16.0.2026071503",
 }
 
 # Built peers: name -> crate, source directory inside the crate, CMake
 # options, target, library file, version source; "opt_in": left out of the
-# default set (the hardened builds, for bench/misuse_compare.py).
+# default set (the hardened builds, for bench/misuse_compare.py). "build" names
+# a direct compiler build (_DIRECT_BUILDS) instead of CMake's; its "options"
+# choose the variant (and, like CMake's, key the cache).
 _SNMALLOC_OPTIONS = ["-DSNMALLOC_BUILD_TESTING=OFF", "-DSNMALLOC_STATIC_LIBRARY=OFF"]
 _MIMALLOC_OPTIONS = ["-DMI_BUILD_SHARED=ON", "-DMI_BUILD_STATIC=OFF", "-DMI_BUILD_OBJECT=OFF",
                      "-DMI_BUILD_TESTS=OFF", "-DMI_OVERRIDE=ON"]
@@ -116,6 +140,17 @@ BUILT = collections.OrderedDict([
         "crate": "libmimalloc-sys", "subdir": "c_src/mimalloc/v3", "target": "mimalloc",
         "lib": "libmimalloc-secure.so", "version_from": "mimalloc.h",
         "options": _MIMALLOC_OPTIONS + ["-DMI_SECURE=ON"], "opt_in": True}),
+    ("scudo", {
+        "crate": "scudo-sys", "subdir": "scudo-standalone", "build": "scudo",
+        "lib": "libscudo.so", "version_from": "crate", "options": [], "opt_in": True}),
+    ("hardened_malloc", {
+        "crate": "hardened-malloc-sys", "subdir": "vendor/hardened-malloc",
+        "build": "hardened_malloc", "lib": "libhardened_malloc.so",
+        "version_from": "crate major", "options": ["VARIANT=default"], "opt_in": True}),
+    ("hardened_malloc-light", {
+        "crate": "hardened-malloc-sys", "subdir": "vendor/hardened-malloc",
+        "build": "hardened_malloc", "lib": "libhardened_malloc-light.so",
+        "version_from": "crate major", "options": ["VARIANT=light"], "opt_in": True}),
 ])
 
 PEER_NAMES = list(DEBIAN) + list(BUILT)
@@ -367,6 +402,168 @@ def _mimalloc_stand_ins(src, outdir, version):
     return [f"-DCMAKE_MODULE_PATH={d}"]
 
 
+# --- direct builds (crates without a build of a preloadable library) ------------------------
+
+
+class _BuildError(Exception):
+    """A direct build cannot start (no compiler, a file the build needs is not in the crate)."""
+
+
+def _compiler(var, default):
+    """The words of $CC or $CXX, else the default driver; _BuildError if it is not there."""
+    cmd = os.environ.get(var, "").split() or [default]
+    if shutil.which(cmd[0]) is None:
+        raise _BuildError(f"no C{'++' if var == 'CXX' else ''} compiler: {cmd[0]} not found")
+    return cmd
+
+
+def _accepts(cmd, flags, lang="c", code="int roost_probe;\n"):
+    """Whether the compiler takes `flags` (and compiles `code` with them) without a warning."""
+    try:
+        r = subprocess.run(cmd + ["-x", lang, "-c", "-o", os.devnull, "-Werror"] + flags + ["-"],
+                           input=code, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def _first_accepted(cmd, choices, lang="c", code="int roost_probe;\n"):
+    """The first list of flags in `choices` the compiler takes ([] if none)."""
+    return next((c for c in choices if _accepts(cmd, c, lang, code)), [])
+
+
+def _compile_all(cmds, logf):
+    """Runs the compile commands, nproc() at a time, their output appended to the log in
+    order; returns the first non-zero exit status, or 0."""
+    def one(cmd):
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           stdin=subprocess.DEVNULL)
+        return r.returncode, r.stdout
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(nproc(), len(cmds)))) as ex:
+        results = list(ex.map(one, cmds))
+    status = 0
+    for cmd, (st, out) in zip(cmds, results):
+        logf.write(f"\n$ {' '.join(cmd)}\n{out}")
+        status = status or st
+    logf.flush()
+    return status
+
+
+def _compile_and_link(jobs, link, libs, out, logf):
+    """jobs: [(compile command without -c/-o, source)]; link: the link command up to the
+    objects, libs: what follows them. Objects go to <out>/obj/. Returns (exit status, the step
+    that failed, log offset where that step's output starts)."""
+    objdir = os.path.join(out, "obj")
+    os.makedirs(objdir, exist_ok=True)
+    objs = [os.path.join(objdir, os.path.basename(s) + ".o") for _, s in jobs]
+    start = logf.tell()
+    st = _compile_all([cmd + ["-c", s, "-o", o] for (cmd, s), o in zip(jobs, objs)], logf)
+    if st != 0:
+        return st, "compiling", start
+    start = logf.tell()
+    return _run_logged(link + objs + libs, logf), "linking", start
+
+
+# compiler-rt's clang_rt.scudo_standalone shared runtime (scudo-standalone/CMakeLists.txt):
+# SCUDO_SOURCES, the C wrappers (wrappers_c.cpp: malloc & co. on scudo::Config, the default
+# config of the platform) and the C++ ones (operator new/delete), with its SCUDO_CFLAGS (less
+# -g; no GWP-ASan) and SCUDO_LINK_FLAGS. The runtime uses no C++ library; g++ before 13 has no
+# -nostdlib++, so --as-needed keeps libstdc++ out instead.
+_SCUDO_SOURCES = ["checksum.cpp", "common.cpp", "crc32_hw.cpp", "flags_parser.cpp", "flags.cpp",
+                  "fuchsia.cpp", "linux.cpp", "release.cpp", "report.cpp", "string_utils.cpp",
+                  "wrappers_c.cpp", "wrappers_cpp.cpp"]
+_SCUDO_CFLAGS = ["-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-exceptions",
+                 "-fno-rtti", "-fno-lto", "-ffunction-sections", "-fdata-sections", "-Wall",
+                 "-Werror=conversion", "-nostdinc++"]
+_SCUDO_LDFLAGS = ["-shared", "-pthread", "-Wl,-z,defs,-z,now,-z,relro", "-Wl,--gc-sections",
+                  "-Wl,--as-needed"]
+# crc32_hw.cpp: SSE 4.2 (x86) or the Armv8 CRC32 extension (clang's -mcrc, GCC's -march).
+_SCUDO_CRC_FLAGS = [["-msse4.2"], ["-mcrc"], ["-march=armv8-a+crc"]]
+
+
+def _build_scudo(spec, src, out, logf):
+    cxx = _compiler("CXX", "c++")
+    missing = [f for f in _SCUDO_SOURCES if not os.path.isfile(os.path.join(src, f))]
+    if missing:
+        raise _BuildError(f"{spec['subdir']}/ has no {', '.join(missing)}")
+    cflags = _SCUDO_CFLAGS + ["-I", os.path.join(src, "include"), "-I", src]
+    crc = _first_accepted(cxx, _SCUDO_CRC_FLAGS, "c++")
+    jobs = [(cxx + cflags + (crc if f == "crc32_hw.cpp" else []), os.path.join(src, f))
+            for f in _SCUDO_SOURCES]
+    link = cxx + _SCUDO_LDFLAGS + ["-o", os.path.join(out, spec["lib"])]
+    return _compile_and_link(jobs, link, [], out, logf)
+
+
+# hardened_malloc's Makefile, which the crate leaves out: its sources, the config keys it
+# turns into flags, and the flags. Every other key of config/<VARIANT>.mk becomes
+# -D<key>=<value>, "CONFIG_" dropped but for _HM_KEEP_PREFIX. CONFIG_WERROR's -Werror is left
+# out (as the crate does): a newer compiler's new warning must not cost the peer.
+_HM_SOURCES = ["chacha.c", "h_malloc.c", "memory.c", "pages.c", "random.c", "util.c"]
+_HM_MAKE_ONLY = {"CONFIG_WERROR", "CONFIG_NATIVE", "CONFIG_CXX_ALLOCATOR", "CONFIG_UBSAN"}
+_HM_KEEP_PREFIX = {"CONFIG_SEAL_METADATA", "CONFIG_EXTENDED_SIZE_CLASSES",
+                   "CONFIG_LARGE_SIZE_CLASSES", "CONFIG_CLASS_REGION_SIZE", "CONFIG_STATS",
+                   "CONFIG_SELF_INIT", "CONFIG_LABEL_MEMORY"}
+_HM_LDFLAGS = ["-Wl,-O1,--as-needed,-z,defs,-z,relro,-z,now,-z,nodlopen,-z,text"]
+# The sources are C23 (alignas, static_assert as keywords); a compiler with only -std=c2x
+# (GCC 12, Clang 14) gets them from <stdalign.h> and <assert.h>.
+_C23_PROBE = ("struct roost_probe { alignas(64) char c; };\n"
+              "static_assert(sizeof(struct roost_probe) == 64, \"alignas\");\n")
+_C23_CHOICES = [["-std=c23"], ["-std=c2x"],
+                ["-std=c2x", "-include", "stdalign.h", "-include", "assert.h"]]
+
+
+def _hardened_malloc_config(path):
+    """config/<VARIANT>.mk's `KEY := VALUE  # comment` lines as an ordered dict."""
+    config = collections.OrderedDict()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s*(CONFIG_\w+)\s*:?=\s*([^#]*?)\s*(?:#.*)?$", line)
+            if m:
+                config[m.group(1)] = m.group(2)
+    return config
+
+
+def _build_hardened_malloc(spec, src, out, logf):
+    variant = spec["options"][0].partition("=")[2]
+    mk = os.path.join(src, "config", variant + ".mk")
+    if not os.path.isfile(mk):
+        raise _BuildError(f"{spec['subdir']}/config/{variant}.mk is not in the crate")
+    missing = [f for f in _HM_SOURCES + ["new.cc"] if not os.path.isfile(os.path.join(src, f))]
+    if missing:
+        raise _BuildError(f"{spec['subdir']}/ has no {', '.join(missing)}")
+    config = _hardened_malloc_config(mk)
+    cc = _compiler("CC", "cc")
+    std = _first_accepted(cc, _C23_CHOICES, "c", _C23_PROBE)
+    if not std:
+        raise _BuildError(f"{' '.join(cc)} compiles no C23 (alignas, static_assert)")
+    cppflags = ["-D_GNU_SOURCE", "-I", os.path.join(src, "include")] + [
+        f"-D{k if k in _HM_KEEP_PREFIX else k[len('CONFIG_'):]}={v}"
+        for k, v in config.items() if k not in _HM_MAKE_ONLY]
+    shared = (["-pipe", "-O3", "-flto", "-fPIC", "-fvisibility=hidden", "-fno-plt",
+               "-fstack-clash-protection"] + _first_accepted(cc, [["-fcf-protection"]]) +
+              ["-fstack-protector-strong", "-Wall", "-Wextra"] +
+              _first_accepted(cc, [["-Wcast-align=strict"], ["-Wcast-align"]]) +
+              ["-Wcast-qual", "-Wwrite-strings", "-Wundef"])
+    if config.get("CONFIG_NATIVE") == "true":
+        shared.append("-march=native")
+    if config.get("CONFIG_UBSAN") == "true":
+        shared += ["-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
+    cflags = std + shared + ["-Wmissing-prototypes", "-Wstrict-prototypes"]
+    # The Makefile compiles new.cc with $(CC) too (CXX := $(CC)), for LTO's sake.
+    cxxflags = ["-std=c++17", "-fsized-deallocation"] + shared
+    jobs = [(cc + cflags + cppflags, os.path.join(src, f)) for f in _HM_SOURCES]
+    ldlibs = []
+    if config.get("CONFIG_CXX_ALLOCATOR", "true") == "true":
+        jobs.append((cc + cxxflags + cppflags, os.path.join(src, "new.cc")))
+        ldlibs.append("-lstdc++")
+    link = cc + cflags + _HM_LDFLAGS + ["-shared", "-o", os.path.join(out, spec["lib"])]
+    return _compile_and_link(jobs, link, ldlibs, out, logf)
+
+
+_DIRECT_BUILDS = {"scudo": _build_scudo, "hardened_malloc": _build_hardened_malloc}
+
+
 def _cached(build_root, name, spec):
     """The record of an earlier finished build of this peer, crate version and options."""
     crate = spec["crate"]
@@ -397,16 +594,22 @@ def _build_peer(name, spec, build_root, sources, install):
     crate, crate_ver = spec["crate"], CRATES[spec["crate"]]
     if not install:
         return {"missing": f"not built under {build_root}, and --no-install was given"}
-    if shutil.which("cmake") is None:
+    direct = _DIRECT_BUILDS.get(spec.get("build"))
+    if direct is None and shutil.which("cmake") is None:
         return {"missing": f"cmake not found (needed to build {name} from {crate} {crate_ver})"}
     crate_dir, reason = sources.get(crate)
     if crate_dir is None:
         return {"missing": reason}
     src = os.path.join(crate_dir, spec["subdir"])
-    if not os.path.isfile(os.path.join(src, "CMakeLists.txt")):
+    if direct is not None:
+        if not os.path.isdir(src):
+            return {"missing": f"{crate} {crate_ver} has no {spec['subdir']}/"}
+    elif not os.path.isfile(os.path.join(src, "CMakeLists.txt")):
         return {"missing": f"{crate} {crate_ver} has no {spec['subdir']}/CMakeLists.txt"}
     if spec["version_from"] == "crate":
         version = crate_ver
+    elif spec["version_from"] == "crate major":
+        version = crate_ver.split(".")[0]
     else:
         version = _mimalloc_version(src)
         if version is None:
@@ -421,14 +624,20 @@ def _build_peer(name, spec, build_root, sources, install):
     log(f"peers: building {name} {version} from {crate} {crate_ver} "
         f"(-j {nproc()}, log: {logpath})")
     t0 = time.monotonic()
-    step, start = "configure", 0
+    step, start = "CMake configure", 0
     with open(logpath, "w") as logf:
-        st = _run_logged(["cmake", "-S", src, "-B", out] + gen +
-                         ["-DCMAKE_BUILD_TYPE=Release", "-Wno-dev"] + options, logf)
-        if st == 0:
-            step, start = "build", logf.tell()
-            st = _run_logged(["cmake", "--build", out, "--target", spec["target"],
-                              "-j", str(nproc())], logf)
+        if direct is not None:
+            try:
+                st, step, start = direct(spec, src, out, logf)
+            except _BuildError as e:
+                return {"missing": f"cannot build {name} from {crate} {crate_ver}: {e}"}
+        else:
+            st = _run_logged(["cmake", "-S", src, "-B", out] + gen +
+                             ["-DCMAKE_BUILD_TYPE=Release", "-Wno-dev"] + options, logf)
+            if st == 0:
+                step, start = "CMake build", logf.tell()
+                st = _run_logged(["cmake", "--build", out, "--target", spec["target"],
+                                  "-j", str(nproc())], logf)
     secs = time.monotonic() - t0
     lib = os.path.join(out, spec["lib"])
     if st != 0 or not os.path.isfile(lib):
@@ -441,7 +650,7 @@ def _build_peer(name, spec, build_root, sources, install):
             lines = [l.strip() for l in f.read().splitlines() if l.strip()]
         first_error = next((l for l in lines if re.search(r"CMake Error|\berror\b|FAILED:", l)),
                            lines[-1] if lines else "?")
-        what = (f"CMake {step} failed" if st != 0 else f"no {spec['lib']} after the build")
+        what = (f"{step} failed" if st != 0 else f"no {spec['lib']} after the build")
         return {"missing": f"{what} (log: {logpath}): {first_error}"}
     log(f"peers: built {name} {version} in {secs:.0f} s")
     source = f"crates.io {crate} {crate_ver}"
@@ -545,8 +754,8 @@ def main():
     print(json.dumps(peers, indent=1))
     for name, p in peers.items():
         if "missing" in p:
-            print(f"{name:18} MISSING: {p['missing']}", file=sys.stderr)
+            print(f"{name:21} MISSING: {p['missing']}", file=sys.stderr)
         else:
-            print(f"{name:18} {p['version']:10} {p['lib']}  ({p['source']})", file=sys.stderr)
+            print(f"{name:21} {p['version']:10} {p['lib']}  ({p['source']})", file=sys.stderr)
     print(f"peers: {time.monotonic() - t0:.1f} s", file=sys.stderr)
     return 1 if any("missing" in p for p in peers.values()) else 0
