@@ -24,14 +24,14 @@ namespace {
 const int kOwner = 0;
 constexpr unsigned kClass48 = sizeclass::from_size(48);
 
-// A slab of class `sc` (48-byte objects unless said), every object carved
-// (out), mapped in the pagemap; retired and released at the end.
+// A slab of 48-byte objects, every object carved (out), mapped in the
+// pagemap; retired and released at the end.
 struct CarvedSlab {
-  explicit CarvedSlab(unsigned sc = kClass48) {
+  CarvedSlab() {
     EXPECT_TRUE(pagemap::init());
-    m = chunks::alloc(sizeclass::kInfo.info[sc].slab_bits);
+    m = chunks::alloc(sizeclass::kInfo.info[kClass48].slab_bits);
     EXPECT_NE(m, nullptr);
-    slab::start(m, sc, &kOwner);
+    slab::start(m, kClass48, &kOwner);
     while (!slab::fully_carved(m)) slab::carve(m, nullptr);
   }
   ~CarvedSlab() {
@@ -124,13 +124,20 @@ TEST(Checks, ATaggedObjectIsADoubleFreeOnlyWhenItsLinkReadsAsALink) {
 // tagged when received, it was freed again on its way.
 TEST(Checks, ASixteenByteTailTaggedInFlightIsADoubleFree) {
   if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
-  CarvedSlab s(sizeclass::from_size(16));
-  FreeObject* tail = s.object(5);
+  EXPECT_TRUE(pagemap::init());
+  constexpr unsigned kClass16 = sizeclass::from_size(16);
+  ChunkMeta* m = chunks::alloc(sizeclass::kInfo.info[kClass16].slab_bits);
+  ASSERT_NE(m, nullptr);
+  slab::start(m, kClass16, &kOwner);
+  while (!slab::fully_carved(m)) slab::carve(m, nullptr);
+  auto* tail = reinterpret_cast<FreeObject*>(m->base + 5 * 16);
   QueueNode* node = slab_batch::seal(tail, tail, 1, 16);
-  checks::batch_word_intact(s.m, node);  // sealed: its batch word, odd
-  checks::tag(s.m, tail);                // a second free's tag
-  EXPECT_DEATH(checks::batch_word_intact(s.m, node),
+  checks::batch_word_intact(m, node);  // sealed: its batch word, odd
+  checks::tag(m, tail);                // a second free's tag
+  EXPECT_DEATH(checks::batch_word_intact(m, node),
                "roost: receiving a message: double free " + hex(tail));
+  slab::retire(m);
+  chunks::release(m, dirty_extent(m));
 }
 
 TEST(Checks, AnObjectFreedTwiceInARowIsFoundWhenItsSlabsListIsTaken) {
