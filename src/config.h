@@ -222,12 +222,11 @@ inline constexpr unsigned kBackpressureSpinsPerYield = 16;
 inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at start-up
 
 // Every build catches a double free of a small object that is still free.
-// The default build tags a freed object: the word beside its link (its
-// first: kLinkWord below) holds the address of its slab's record (the free
-// tag, ds/free_mark.h), wiped when the object is handed out again, and
-// every free compares it first (a compare, a branch and a store on the
-// free fast path, a store on malloc's).  The secure build's mark (below)
-// does the same with a secret and replaces it.
+// The default build tags a freed object: its second word holds the address
+// of its slab's record (the free tag, ds/free_mark.h), wiped when the object
+// is handed out again, and every free compares it first (a load, a
+// compare and a store on the free fast path, a store on malloc's).  The
+// secure build's mark (below) does the same with a secret and replaces it.
 // -DROOST_FREE_TAG=0 removes the tag (to measure what it costs).
 #ifndef ROOST_FREE_TAG
 #define ROOST_FREE_TAG 1

@@ -4,21 +4,20 @@
 //
 // In the secure build a freed object's second word holds mark(p) =
 // secret ^ p from its free until it is handed out again (then the word is
-// wiped), so a second free finds it: a double free, caught at the free
-// whichever thread makes it and wherever the object waits meanwhile (a
-// fast list, a BatchIt cache, a message).  A message's tail carries its
-// batch word elsewhere for that reason (ds/slab_batch.h).  The test is one
-// exact comparison: a live object trips it only if its second word equals
-// secret ^ p, which a program cannot arrange without the secret.
+// wiped), so a second free finds it: a double free, caught at the free whichever thread makes it
+// and wherever the object waits meanwhile (a fast list, a BatchIt cache, a message).  A message's
+// tail carries its batch word elsewhere for that reason (ds/slab_batch.h).  The test is one exact
+// comparison: a live object trips it only if its second word equals secret ^ p, which a program
+// cannot arrange without the secret.
 //
-// The default build (config::kTagFreed) writes a tag instead, in the
-// object's first word (its link is the second: config::kLinkWord): the
-// address of the object's slab record, which the free fast path has in a
-// register (no secret to load, no XOR).  The record lives apart from user
-// memory and roost never gives its address to the program, so a live
-// object's first word equals it only where the program stored that address
-// after reading it from a freed object.  The word is wiped at hand-out as
-// the mark is.
+// The default build (config::kTagFreed) writes a tag instead, in its first
+// word (its link is the second: config::kLinkWord): the address
+// of the object's slab record, which the free fast path has in a register
+// (no secret to load, no XOR).  The record lives apart from user memory
+// and roost never gives its address to the program, so a live object's
+// first word equals it only where the program stored that address after
+// reading it from a freed object.  The word is wiped at hand-out as the
+// mark is.
 //
 // Owns: the secret, the mark's and the tag's layout.  Must never: read the
 // secret before set_secret() (allocator_pool's start-up, before any object

@@ -145,8 +145,9 @@ ROOST_INLINE void tag(const ChunkMeta* m, void* p) {
 
 // `p`, found tagged by a free: a double free, reported once its link word
 // reads as a link too (null or 8-byte aligned: an object start, or a
-// message's queue link).  Returns when it does not, the tag wiped: the
-// program wrote the tag into a live object, which its caller then frees.
+// message's queue link).  Returns when it does
+// not, the tag wiped: the program wrote the tag into a live object, which
+// its caller then frees.
 ROOST_SLOW void tagged_twice(const ChunkMeta* m, void* p, const char* where);
 
 // The free tag's test for the slow paths: tags `p` unless tagged_twice()
