@@ -1,6 +1,5 @@
 // The checks of frontend/checks.h on a real slab's record: messages and
-// batches that do not fit their slab, the free tag's double free (and the
-// live object it must not report), a free list whose head is its own
+// batches that do not fit their slab, a free list whose head is its own
 // successor or an object freed while it is the head, sized frees of the
 // wrong size.  Each fault is a death with
 // its diagnostic's text.  (The suite is not named *DeathTest: gtest would
@@ -97,47 +96,6 @@ TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
   EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{outside, s.object(1), 2}), "corrupted message");
   auto* inside = reinterpret_cast<FreeObject*>(reinterpret_cast<char*>(s.object(2)) + 8);
   EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{inside, s.object(1), 2}), "corrupted message");
-}
-
-// The default build's free tag: a tagged object whose link word reads as
-// a link (null, an object start, a message's queue link) is a double
-// free; one whose link word cannot be a link is a live object whose first
-// word the program set to the tag, freed as any (its tag wiped).
-TEST(Checks, ATaggedObjectIsADoubleFreeOnlyWhenItsLinkReadsAsALink) {
-  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
-  CarvedSlab s;
-  FreeObject* o = s.object(4);
-  checks::tag(s.m, o);
-  EXPECT_TRUE(checks::is_tagged(s.m, o));
-  for (uintptr_t link : {uintptr_t{0}, reinterpret_cast<uintptr_t>(s.object(7)),
-                         reinterpret_cast<uintptr_t>(slab_batch::node_of(s.object(7)))}) {
-    freelist::set_next(o, reinterpret_cast<FreeObject*>(link));
-    EXPECT_DEATH(checks::tagged_twice(s.m, o, "free"),
-                 "roost: free: double free " + hex(o) + " \\(size class 48 bytes\\)");
-  }
-  freelist::set_next(o, reinterpret_cast<FreeObject*>(uintptr_t{0x636261}));  // "abc"
-  checks::tagged_twice(s.m, o, "free");
-  EXPECT_FALSE(checks::is_tagged(s.m, o));
-}
-
-// A 16-byte message's tail keeps its batch word where its tag was: found
-// tagged when received, it was freed again on its way.
-TEST(Checks, ASixteenByteTailTaggedInFlightIsADoubleFree) {
-  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
-  EXPECT_TRUE(pagemap::init());
-  constexpr unsigned kClass16 = sizeclass::from_size(16);
-  ChunkMeta* m = chunks::alloc(sizeclass::kInfo.info[kClass16].slab_bits);
-  ASSERT_NE(m, nullptr);
-  slab::start(m, kClass16, &kOwner);
-  while (!slab::fully_carved(m)) slab::carve(m, nullptr);
-  auto* tail = reinterpret_cast<FreeObject*>(m->base + 5 * 16);
-  QueueNode* node = slab_batch::seal(tail, tail, 1, 16);
-  checks::batch_word_intact(m, node);  // sealed: its batch word, odd
-  checks::tag(m, tail);                // a second free's tag
-  EXPECT_DEATH(checks::batch_word_intact(m, node),
-               "roost: receiving a message: double free " + hex(tail));
-  slab::retire(m);
-  chunks::release(m, dirty_extent(m));
 }
 
 TEST(Checks, AnObjectFreedTwiceInARowIsFoundWhenItsSlabsListIsTaken) {
