@@ -252,16 +252,9 @@ inline constexpr bool kSecure = ROOST_SECURE != 0;
 inline constexpr bool kDetectDoubleFree = ROOST_SECURE_DOUBLE_FREE != 0;
 // The default build's free tag, where the secure build's mark is off.
 inline constexpr bool kTagFreed = ROOST_FREE_TAG != 0 && !kDetectDoubleFree;
-// Does a free object's other word (not its link) hold its mark or its
-// tag?  (Then a message keeps its batch word elsewhere: ds/slab_batch.h.)
+// Does a free object's second word hold its mark or its tag?  (Then a
+// message keeps its batch word elsewhere: ds/slab_batch.h.)
 inline constexpr bool kFreedSecondWord = kDetectDoubleFree || kTagFreed;
-// Which of a free object's first two words links it (ds/freelist.h).  The
-// default build's second: an overflow of up to 8 bytes into a free
-// neighbour then lands on its tag, which nothing follows and the next
-// hand-out wipes, so the program runs on (as under glibc) instead of
-// following a broken link.  The secure build's first, its mark second
-// (there such an overflow is caught: the link is checked).
-inline constexpr unsigned kLinkWord = kTagFreed ? 1 : 0;
 // free_sized, free_aligned_sized and sized delete: the size given must be
 // one the object could have been allocated with.
 #ifndef ROOST_SECURE_SIZED_FREE

@@ -17,9 +17,7 @@
 // parent allocates nothing (the pipe is read into a stack buffer).  `all`
 // runs every state at 300 000 bytes, 1 MiB, 64 MiB (large objects) and
 // 1.5 GiB (huge: mapped alone), each in a fresh process (this program run
-// again), and fails if any fails.  Those processes run without
-// ROOST_OFFLOAD: its service thread allocates for the rings all the time,
-// and may reuse a freed object's memory before its second free.
+// again), and fails if any fails.
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -83,7 +81,6 @@ static size_t read_all(int fd, char* buf, size_t cap) {
 }
 
 static int run_all(const char* self) {
-  unsetenv("ROOST_OFFLOAD");
   static const char* const kStates[] = {"first", "after_others", "other_thread", "both_threads"};
   static const char* const kSizes[] = {"300000", "1048576", "67108864", "1610612736"};
   int failed = 0;

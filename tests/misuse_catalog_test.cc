@@ -160,9 +160,13 @@ void free_on_another_thread(void* p) {
 
 // A new user's first try: glibc says "double free detected" here, and so
 // does every build of roost, at the second free (the default build's free
-// tag, the secure build's mark; under ROOST_OFFLOAD=1 set before the free
-// waits on the thread's free ring).
+// tag, the secure build's mark).  Under ROOST_OFFLOAD=1 the frees wait on
+// the thread's free ring and the service carries them out, so whether the
+// default build sees it before the child exits is the service's timing.
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
+  if (offload_on() && build_under_test() == "default")
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the default build catches this only when the service "
+                    "takes the slab's list or carries the frees out";
   void* p = g_malloc(48);
   expect_caught(Caught::kBoth, "double free", p, [p] {
     g_free(p);
@@ -240,9 +244,6 @@ TEST(DoubleFree, WhileInABatchItCache) {
 // carries its batch word where its tag was, and the owner finds the tag
 // back there when it receives the message (its next allocations).
 TEST(DoubleFree, SixteenByteObjectSentHome) {
-  if (offload_on() && build_under_test() == "default")
-    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service may carry the second free out, overwriting "
-                    "the message's queue link, before it receives the message";
   void* p = g_malloc(16);
   expect_caught(Caught::kBoth, "double free", p, [p] {
     free_on_another_thread(p);  // the thread's exit posts it
@@ -481,33 +482,6 @@ void expect_neighbour_caught(const std::string& fault, size_t size, long offset,
 }
 
 }  // namespace
-
-// The default build keeps a free object's link in its second word: an
-// overflow of 1 to 8 bytes into a free neighbour lands on its free tag,
-// which nothing follows and its hand-out wipes, so the program runs on (as
-// under glibc, where such bytes are the chunk's own slack) instead of
-// following a broken link.  The secure build catches the same overflows
-// (the cases below).
-TEST(Overflow, UpToEightBytesIntoAFreeNeighbourTheDefaultBuildRunsOn) {
-  if (build_under_test() != "default")
-    GTEST_SKIP() << "the default build's behaviour (the secure build catches these below)";
-  for (size_t len : {size_t{1}, size_t{8}}) {
-    std::vector<char*> keep;
-    Neighbours n = allocate_neighbours(48, &keep, [] { return static_cast<char*>(g_malloc(48)); });
-    ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
-    ChildResult r = run_in_child(
-        [n, len] {
-          g_free(n.second);
-          memset(n.first + 48, 0x5a, len);
-          allocate_until_handed_out(n.second, 48);
-          for (int i = 0; i < 10000; i++) memset(g_malloc(48), 0x11, 48);
-        },
-        30);
-    EXPECT_TRUE(r.exited && r.exit_code == 0) << len << " bytes: " << r.describe();
-    EXPECT_EQ(r.err, "") << len << " bytes";
-    for (void* p : keep) g_free(p);
-  }
-}
 
 // A one-byte overflow reaches only the neighbour's link.  Under
 // ROOST_OFFLOAD=1 a freed neighbour waits on the free ring, with no link,

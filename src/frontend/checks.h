@@ -143,9 +143,9 @@ ROOST_INLINE void tag(const ChunkMeta* m, void* p) {
   if constexpr (config::kTagFreed) free_mark::tag(p, m);
 }
 
-// `p`, found tagged by a free: a double free, reported once its link word
-// reads as a link too (null or 8-byte aligned: an object start, or a
-// message's queue link).  Returns when it does
+// `p`, found tagged by a free (or a received message's tail whose batch
+// word a free overwrote): a double free, reported once its first word
+// reads as a link (null or 16-byte aligned) too.  Returns when it does
 // not, the tag wiped: the program wrote the tag into a live object, which
 // its caller then frees.
 ROOST_SLOW void tagged_twice(const ChunkMeta* m, void* p, const char* where);
@@ -159,13 +159,11 @@ ROOST_INLINE void note_tagged_free(const ChunkMeta* m, void* p, const char* wher
 
 // A received message `node` of slab `m` (default build): a 16-byte tail
 // carries its batch word where its tag was, so a tag there means a free of
-// it while it travelled (its link, the queue's, was overwritten then too).
+// it while it travelled (its link, too, was overwritten then).
 ROOST_INLINE void batch_word_intact(const ChunkMeta* m, const void* node) {
   if constexpr (config::kTagFreed) {
-    const void* tail = slab_batch::tail_of(node);
-    if (ROOST_UNLIKELY(slab_batch::batch_word_beside_link(m->obj_size) &&
-                       free_mark::is_tagged(tail, m)))
-      fault("receiving a message", kDoubleFree, tail, m->obj_size);
+    if (ROOST_UNLIKELY(slab_batch::batch_word_second(m->obj_size) && free_mark::is_tagged(node, m)))
+      fault("receiving a message", kDoubleFree, node, m->obj_size);
   }
 }
 

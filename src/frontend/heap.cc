@@ -135,18 +135,15 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
 // the port's free ring, or (ring full) the remote-free path.  Apart from
 // dealloc_slow so that its call does not make the common remote free keep
 // a stack frame.
-// It is tagged before it goes on the ring (the service wipes the tag when
-// it carries the free out, and its free tags it again).
+// (The service tags it when it carries the free out.)
 ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The class first: once on the ring, the object may be freed and its slab
   // reused at any moment.
   unsigned sc = m->sizeclass;
-  checks::note_tagged_free(m, p, where);
   if (offload::give(a->port(), p)) {
     a->count_handed_free(sc);
     return;
   }
-  if constexpr (config::kTagFreed) free_mark::wipe(p);  // free_remote() tags it again
   a->free_remote(m, p, where);
 }
 

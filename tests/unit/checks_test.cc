@@ -51,36 +51,29 @@ std::string hex(const void* p) {
 
 }  // namespace
 
-// The queue node of a message whose tail is at `tail` (its link word), as a
-// message link holds it.
-const void* node(const void* tail) {
-  return slab_batch::node_of(static_cast<FreeObject*>(const_cast<void*>(tail)));
-}
-
 TEST(Checks, AMessageOutsideEverySlabIsCorrupted) {
   alignas(16) static char not_a_slab[64];
-  EXPECT_DEATH(checks::message(nullptr, node(not_a_slab)),
-               "receiving a message: corrupted message 0x");
+  EXPECT_DEATH(checks::message(nullptr, not_a_slab), "receiving a message: corrupted message 0x");
 }
 
 TEST(Checks, AMessageInsideAnObjectIsCorrupted) {
   CarvedSlab s;
-  checks::message(s.m, node(s.object(3)));  // an object start: fine
-  EXPECT_DEATH(checks::message(s.m, node(reinterpret_cast<char*>(s.object(3)) + 16)),
+  checks::message(s.m, s.object(3));  // an object start: fine
+  EXPECT_DEATH(checks::message(s.m, reinterpret_cast<char*>(s.object(3)) + 16),
                "corrupted message 0x[0-9a-f]+ \\(size class 48 bytes\\)");
 }
 
 TEST(Checks, AMessageLinkMustLeadToAnObjectStartAndNameItsHolder) {
   CarvedSlab s;
-  checks::message_link(node(s.object(2)), node(s.object(3)));  // an object start: fine
-  checks::message_link(nullptr, node(s.object(3)));
-  auto* inside = reinterpret_cast<char*>(s.object(3)) + 16;
-  EXPECT_DEATH(checks::message_link(node(s.object(2)), node(inside)),
+  checks::message_link(s.object(2), s.object(3));  // an object start: fine
+  checks::message_link(nullptr, s.object(3));
+  auto* inside = reinterpret_cast<char*>(s.object(3)) + 8;
+  EXPECT_DEATH(checks::message_link(s.object(2), inside),
                "receiving a message: corrupted message " + hex(s.object(2)) + " \\(size class 48");
   alignas(16) static char not_a_slab[64];
-  EXPECT_DEATH(checks::message_link(node(s.object(2)), node(not_a_slab)),
+  EXPECT_DEATH(checks::message_link(s.object(2), not_a_slab),
                "corrupted message " + hex(s.object(2)));
-  EXPECT_DEATH(checks::message_link(nullptr, node(inside)), "corrupted message " + hex(inside));
+  EXPECT_DEATH(checks::message_link(nullptr, inside), "corrupted message " + hex(inside));
 }
 
 TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
