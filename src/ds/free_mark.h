@@ -1,6 +1,5 @@
-// ds/free_mark.h — what a freed small object's second word says: the
-// secure build's mark and the per-process secret it is made from, or the
-// default build's tag.
+// ds/free_mark.h — the mark a freed small object carries in the secure
+// build, and the per-process secret it is made from.
 //
 // A freed object's second word holds mark(p) = secret ^ p from its free
 // until it is handed out again (then the word is wiped), so a second free
@@ -11,18 +10,10 @@
 // object trips it only if its second word equals secret ^ p, which a
 // program cannot arrange without the secret.
 //
-// The default build (config::kTagFreed) writes a tag instead: the address
-// of the object's slab record, which the free fast path has in a register
-// (no secret to load, no XOR).  The record lives apart from user memory
-// and roost never gives its address to the program, so a live object's
-// second word equals it only where the program stored that address after
-// reading it from a freed object.  The word is wiped at hand-out as the
-// mark is.
-//
-// Owns: the secret, the mark's and the tag's layout.  Must never: read the
-// secret before set_secret() (allocator_pool's start-up, before any object
-// is handed out), or be used for the mark where config::kDetectDoubleFree
-// is off, or for the tag where config::kTagFreed is off.
+// Owns: the secret and the mark's layout.  Must never: be used by the
+// default build's paths (config::kDetectDoubleFree is off there), or read
+// the secret before set_secret() (allocator_pool's start-up, before any
+// object is handed out).
 #pragma once
 
 #include <cstdint>
@@ -51,12 +42,6 @@ ROOST_INLINE void wipe(void* p) { *word(p) = 0; }
 ROOST_INLINE bool is_set(const void* p) {
   uint64_t v = *word(p) ^ mark(p);
   return v == 0 || v == kAloneTag;
-}
-
-// The default build's tag: `p`, an object of the slab whose record is `m`.
-ROOST_INLINE void tag(void* p, const void* m) { *word(p) = reinterpret_cast<uintptr_t>(m); }
-ROOST_INLINE bool is_tagged(const void* p, const void* m) {
-  return *word(p) == reinterpret_cast<uintptr_t>(m);
 }
 
 }  // namespace roost::free_mark

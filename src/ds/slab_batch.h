@@ -9,14 +9,10 @@
 // constant time, whatever its size (BatchIt, ISMM'24 §3.2).  A single
 // object is a batch of one whose head is its tail.
 //
-// Where the second word of every freed object holds its free mark (the
-// secure build) or its tag (the default build; ds/free_mark.h), the batch
-// word moves to the tail's last word.  A 16-byte object has no word to
-// spare: in the secure build it always travels alone (its callers never
-// batch it), tagged beside its mark; in the default build a batch of them
-// carries its word in place of the tail's tag, which the receiver writes
-// back.  The batch word is always odd, so it never reads as a tag (an
-// aligned address): a 16-byte tail freed again on its way shows.
+// In the secure build (config::kDetectDoubleFree) the second word of every
+// freed object holds its free mark (ds/free_mark.h), so the batch word moves
+// to the tail's last word; a 16-byte object has no word to spare and always
+// travels alone (its callers never batch it), tagged beside its mark.
 //
 // Owns: the layout of a message and the batch word's encoding.  Must never:
 // know which slab or allocator a batch belongs to, or read the objects
@@ -37,7 +33,7 @@ namespace roost {
 // The first two words of an object on its way home.
 struct BatchMessage {
   QueueNode link;  // the inbox queue's link
-  uint64_t batch;  // (offset of head from tail) << 32 | object count << 1 | 1
+  uint64_t batch;  // (offset of head from tail) << 32 | object count
 };
 static_assert(sizeof(BatchMessage) == 16, "a message fits the smallest object");
 
@@ -57,15 +53,9 @@ ROOST_INLINE bool batches_allowed(uint32_t obj_size) {
   return !config::kDetectDoubleFree || obj_size > 2 * sizeof(uint64_t);
 }
 
-// Does a tail of `obj_size` bytes keep its batch word in its second word
-// (where a 16-byte one of the default build loses its tag)?
-ROOST_INLINE bool batch_word_second(uint32_t obj_size) {
-  return !config::kFreedSecondWord || obj_size <= 2 * sizeof(uint64_t);
-}
-
 // Where a tail of `obj_size` bytes keeps its batch word.
 ROOST_INLINE uint64_t* batch_word(FreeObject* tail, uint32_t obj_size) {
-  if (batch_word_second(obj_size)) return &reinterpret_cast<BatchMessage*>(tail)->batch;
+  if (!config::kDetectDoubleFree) return &reinterpret_cast<BatchMessage*>(tail)->batch;
   return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(tail) + obj_size) - 1;
 }
 
@@ -77,7 +67,7 @@ ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count,
     *free_mark::word(tail) = free_mark::mark(tail) ^ free_mark::kAloneTag;
   } else {
     int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
-    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | uint64_t{count} << 1 | 1;
+    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | count;
   }
   return &reinterpret_cast<BatchMessage*>(tail)->link;
 }
@@ -90,7 +80,7 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
   uint64_t word = *batch_word(tail, obj_size);
   int64_t offset = static_cast<int64_t>(word) >> 32;
   auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
-  return Batch{head, tail, static_cast<uint32_t>((word & kCountMask) >> 1)};
+  return Batch{head, tail, static_cast<uint32_t>(word & kCountMask)};
 }
 
 // Links the batch's tail (objects of `obj_size` bytes) to `rest` and

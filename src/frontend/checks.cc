@@ -14,12 +14,6 @@ void fault(const char* where, const char* what, const void* p, size_t size) {
   err::fatal_object(where, what, p, size);
 }
 
-void tagged_twice(const ChunkMeta* m, void* p, const char* where) {
-  uintptr_t link = *static_cast<const uintptr_t*>(p);
-  if (link % config::kMinAlloc == 0) fault(where, kDoubleFree, p, m->obj_size);
-  free_mark::wipe(p);
-}
-
 namespace {
 
 constexpr const char* kReceiving = "receiving a message";

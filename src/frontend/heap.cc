@@ -23,17 +23,13 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
   err::fatal(where, fault, p);
 }
 
-// A pointer whose lookup found no live object: a freed large object's start
-// (its first granule still maps to a large::is_freed() record), told as
-// `freed_start` with the object's size while its record tells it; inside
-// such a granule; or not roost's.
-[[noreturn]] ROOST_SLOW void not_live(const char* where, const void* p, const ChunkMeta* m,
-                                      const char* freed_start) {
-  if (!large::is_freed(m)) invalid(where, "invalid pointer (not allocated by roost)", p);
-  if (reinterpret_cast<uintptr_t>(p) % config::kGranule != 0)
-    invalid(where, "invalid pointer (inside a freed object)", p);
-  if (size_t size = large::freed_size(m, p)) checks::fault(where, freed_start, p, size);
-  invalid(where, freed_start, p);
+// What a pointer whose lookup found no live object is: a freed large
+// object's start (its first granule still maps to large::freed_record()),
+// told as `freed_start`; inside such a granule; or not roost's.
+const char* not_live(const void* p, const ChunkMeta* m, const char* freed_start) {
+  if (m != large::freed_record()) return "invalid pointer (not allocated by roost)";
+  if (reinterpret_cast<uintptr_t>(p) % config::kGranule == 0) return freed_start;
+  return "invalid pointer (inside a freed object)";
 }
 
 // `p` lies in the zero-size range: it must be one of its 16-byte steps.
@@ -94,11 +90,10 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (a == nullptr) {
         // Past the thread's exit hook: count here (relaxed: statistics, as
         // g_unbound_frees says) and post the object alone.
-        checks::note_tagged_free(m, p, where);
         g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
         Messenger::send_alone(m, p);
-      } else if (!a->try_free_local(m, p, where)) {  // owned: a pooled allocator came back
-        a->free_remote(m, p, where);
+      } else if (!a->try_free_local(m, p)) {  // owned: a pooled allocator came back
+        a->free_remote(m, p);
       }
       return;
     }
@@ -118,7 +113,6 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
           return;
         }
       }
-      service::start_before_release();
       large::free(m);
       service::at_safe_point();
       return;
@@ -127,7 +121,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (!zero_size::free(p)) invalid(where, checks::kDoubleFree, p);
       return;
     default:
-      not_live(where, p, m, checks::kDoubleFree);
+      invalid(where, not_live(p, m, checks::kDoubleFree), p);
   }
 }
 
@@ -135,8 +129,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
 // the port's free ring, or (ring full) the remote-free path.  Apart from
 // dealloc_slow so that its call does not make the common remote free keep
 // a stack frame.
-// (The service tags it when it carries the free out.)
-ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a) {
   // The class first: once on the ring, the object may be freed and its slab
   // reused at any moment.
   unsigned sc = m->sizeclass;
@@ -144,7 +137,7 @@ ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, co
     a->count_handed_free(sc);
     return;
   }
-  a->free_remote(m, p, where);
+  a->free_remote(m, p);
 }
 
 }  // namespace
@@ -162,10 +155,10 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
     if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
-      dealloc_through_port(p, m, a, where);
+      dealloc_through_port(p, m, a);
       return;
     }
-    a->free_remote(m, p, where);
+    a->free_remote(m, p);
     return;
   }
   if (pagemap::is_stray(m)) {
@@ -206,7 +199,7 @@ size_t usable_size(const void* p, const char* where) {
     return 0;
   }
   if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
-    not_live(where, p, m, "invalid pointer (a freed object)");
+    invalid(where, not_live(p, m, "invalid pointer (a freed object)"), p);
   if (reinterpret_cast<uintptr_t>(p) != m->base)
     invalid(where, "invalid pointer (interior of an object)", p);
   return large::usable(m);

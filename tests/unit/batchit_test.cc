@@ -97,7 +97,7 @@ TEST(SlabBatch, AFullSlabOfTheLargestClass) {
 TEST(SlabBatch, EveryClassFitsTheBatchWord) {
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-    EXPECT_LE(info.capacity, slab_batch::kCountMask >> 1) << sc;  // the count's bits
+    EXPECT_LE(info.capacity, slab_batch::kCountMask) << sc;
     EXPECT_LT(sizeclass::slab_size(sc), size_t{1} << 31) << sc;
   }
 }
