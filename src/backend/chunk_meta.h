@@ -22,7 +22,7 @@ enum class ChunkKind : uint8_t {
   kSlab,        // small objects of one size class, owned by one allocator
   kLarge,       // one large object inside a region
   kHuge,        // one object mapped on its own, beyond a region's size
-  // Only large::freed_record()'s kind: the pagemap entry of a freed large or
+  // Only large::is_freed() records' kind: the pagemap entry of a freed large or
   // huge object's first granule until that granule is used again, so that a
   // second free of the object is told as one.
   kFreedLarge,

@@ -26,7 +26,11 @@ constexpr ChunkMeta make_freed_record() {
   m.kind = ChunkKind::kFreedLarge;
   return m;
 }
+// A freed large object's record stays in its region's table, where the
+// backend keeps its large_size; a freed huge object's goes to the spare
+// list (g_spare_huge_meta) until the next huge object takes it.
 constinit ChunkMeta g_freed_record = make_freed_record();
+constinit ChunkMeta g_freed_huge_record = make_freed_record();
 ChunkMeta* g_spare_huge_meta = nullptr;  // records of freed huge objects
 
 // Any thread allocates and frees large objects.
@@ -187,7 +191,16 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
   return reinterpret_cast<void*>(m->base);
 }
 
-const ChunkMeta* freed_record() { return &g_freed_record; }
+bool is_freed(const ChunkMeta* m) { return m == &g_freed_record || m == &g_freed_huge_record; }
+
+size_t freed_size(const ChunkMeta* m, const void* p) {
+  auto base = reinterpret_cast<uintptr_t>(p);
+  if (m == &g_freed_record) return chunks::meta_of(base)->large_size;
+  LockGuard guard(g_lock);
+  for (const ChunkMeta* spare = g_spare_huge_meta; spare != nullptr; spare = spare->next)
+    if (spare->base == base) return spare->large_size;
+  return 0;
+}
 
 unsigned chunk_order(size_t size) {
   const size_t page = os::page_size();
@@ -218,7 +231,7 @@ bool retire(ChunkMeta* m) {
 
 void free(ChunkMeta* m) {
   if (m->kind == ChunkKind::kHuge) {
-    pagemap::set_range(m->base, 1, &g_freed_record);
+    pagemap::set_range(m->base, 1, &g_freed_huge_record);
     size_t usable = m->large_size;
     account(-static_cast<ptrdiff_t>(usable), 0, 1);
     account_huge(-static_cast<ptrdiff_t>(usable), -1);

@@ -92,10 +92,15 @@ inline size_t usable(const ChunkMeta* m) {
 // (a buffer overflow), or 0.  Always 0 in the default build.
 uintptr_t overwritten(const ChunkMeta* m);
 
-// The record a freed object's first granule maps to until the granule is
-// used again (kind kFreedLarge; no owner): a free there is a double free,
-// or a pointer into memory that once held a large object.
-const ChunkMeta* freed_record();
+// Is `m` a record a freed object's first granule maps to until the granule
+// is used again (kind kFreedLarge; no owner; one for large objects, one for
+// huge ones)?  A free there is a double free, or a pointer into memory that
+// once held a large object.
+bool is_freed(const ChunkMeta* m);
+// The size (usable bytes) of the freed object that started at `p`, whose
+// first granule maps to `m` (is_freed(m)), for a diagnostic: 0 once its
+// record has served another object.
+size_t freed_size(const ChunkMeta* m, const void* p);
 
 // Grows or shrinks the object in place when its chunk allows; true if done
 // (the secure build's guard page and canary move with its end).

@@ -23,13 +23,17 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
   err::fatal(where, fault, p);
 }
 
-// What a pointer whose lookup found no live object is: a freed large
-// object's start (its first granule still maps to large::freed_record()),
-// told as `freed_start`; inside such a granule; or not roost's.
-const char* not_live(const void* p, const ChunkMeta* m, const char* freed_start) {
-  if (m != large::freed_record()) return "invalid pointer (not allocated by roost)";
-  if (reinterpret_cast<uintptr_t>(p) % config::kGranule == 0) return freed_start;
-  return "invalid pointer (inside a freed object)";
+// A pointer whose lookup found no live object: a freed large object's start
+// (its first granule still maps to a large::is_freed() record), told as
+// `freed_start` with the object's size while its record tells it; inside
+// such a granule; or not roost's.
+[[noreturn]] ROOST_SLOW void not_live(const char* where, const void* p, const ChunkMeta* m,
+                                      const char* freed_start) {
+  if (!large::is_freed(m)) invalid(where, "invalid pointer (not allocated by roost)", p);
+  if (reinterpret_cast<uintptr_t>(p) % config::kGranule != 0)
+    invalid(where, "invalid pointer (inside a freed object)", p);
+  if (size_t size = large::freed_size(m, p)) checks::fault(where, freed_start, p, size);
+  invalid(where, freed_start, p);
 }
 
 // `p` lies in the zero-size range: it must be one of its 16-byte steps.
@@ -113,6 +117,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
           return;
         }
       }
+      service::start_before_release();
       large::free(m);
       service::at_safe_point();
       return;
@@ -121,7 +126,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (!zero_size::free(p)) invalid(where, checks::kDoubleFree, p);
       return;
     default:
-      invalid(where, not_live(p, m, checks::kDoubleFree), p);
+      not_live(where, p, m, checks::kDoubleFree);
   }
 }
 
@@ -199,7 +204,7 @@ size_t usable_size(const void* p, const char* where) {
     return 0;
   }
   if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
-    invalid(where, not_live(p, m, "invalid pointer (a freed object)"), p);
+    not_live(where, p, m, "invalid pointer (a freed object)");
   if (reinterpret_cast<uintptr_t>(p) != m->base)
     invalid(where, "invalid pointer (interior of an object)", p);
   return large::usable(m);

@@ -238,6 +238,13 @@ void start() {
   g_state.store(started ? kBusy : kStopped, std::memory_order_release);
 }
 
+void start_before_release() {
+  // Relaxed: a hint, as in want(); start() decides with g_state's CAS.
+  if (g_state.load(std::memory_order_relaxed) != kOff) return;
+  g_start_wanted.store(true, std::memory_order_relaxed);
+  start();
+}
+
 void install() {
   chunks::set_release_hook(want);
   Messenger::set_mail_hook(want);

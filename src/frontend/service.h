@@ -41,6 +41,12 @@ ROOST_INLINE void at_safe_point() {
   if (ROOST_UNLIKELY(g_start_wanted.load(std::memory_order_relaxed))) start();
 }
 
+// At a safe point, before a free that releases memory (a large object's):
+// starts the service now if it has not started, so that what its start
+// allocates (pthread_create) does not reuse the memory about to be
+// released, where a second free of the object must still find it freed.
+ROOST_SLOW void start_before_release();
+
 // Hooks the service into the backend and the pool (at roost's start-up).
 void install();
 
