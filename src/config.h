@@ -221,6 +221,18 @@ inline constexpr unsigned kBackpressureSpinsPerYield = 16;
 #endif
 inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at start-up
 
+// Every build catches a double free of a small object that is still free.
+// The default build tags a freed object: the word beside its link (its
+// first: kLinkWord below) holds the address of its slab's record (the free
+// tag, ds/free_mark.h), wiped when the object is handed out again, and
+// every free compares it first (a compare, a branch and a store on the
+// free fast path, a store on malloc's).  The secure build's mark (below)
+// does the same with a secret and replaces it.
+// -DROOST_FREE_TAG=0 removes the tag (to measure what it costs).
+#ifndef ROOST_FREE_TAG
+#define ROOST_FREE_TAG 1
+#endif
+
 // The secure build (libroost-secure, -DROOST_SECURE=1) turns on every
 // hardening mechanism below; each has a switch of its own, so that its cost
 // can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the build's
@@ -239,6 +251,18 @@ inline constexpr bool kSecure = ROOST_SECURE != 0;
 #define ROOST_SECURE_DOUBLE_FREE ROOST_SECURE
 #endif
 inline constexpr bool kDetectDoubleFree = ROOST_SECURE_DOUBLE_FREE != 0;
+// The default build's free tag, where the secure build's mark is off.
+inline constexpr bool kTagFreed = ROOST_FREE_TAG != 0 && !kDetectDoubleFree;
+// Does a free object's other word (not its link) hold its mark or its
+// tag?  (Then a message keeps its batch word elsewhere: ds/slab_batch.h.)
+inline constexpr bool kFreedSecondWord = kDetectDoubleFree || kTagFreed;
+// Which of a free object's first two words links it (ds/freelist.h).  The
+// default build's second: an overflow of up to 8 bytes into a free
+// neighbour then lands on its tag, which nothing follows and the next
+// hand-out wipes, so the program runs on (as under glibc) instead of
+// following a broken link.  The secure build's first, its mark second
+// (there such an overflow is caught: the link is checked).
+inline constexpr unsigned kLinkWord = kTagFreed ? 1 : 0;
 // free_sized, free_aligned_sized and sized delete: the size given must be
 // one the object could have been allocated with.
 #ifndef ROOST_SECURE_SIZED_FREE

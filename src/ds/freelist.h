@@ -1,6 +1,7 @@
 // ds/freelist.h — intrusive singly linked free lists of objects.
 //
-// A free object's first word links it to the next.  In the secure build
+// A free object's link word (config::kLinkWord: the first or the second)
+// links it to the next.  In the secure build
 // (config::kEncodeLinks) the word holds next ^ key ^ (the holder's own
 // address): a per-process random key and a per-object tweak that any thread
 // can compute, so a remote thread links a batch without the owner's state,
@@ -22,7 +23,9 @@
 namespace roost {
 
 struct FreeObject {
-  uintptr_t link;  // the next object, encoded (freelist::next / set_next)
+  // word[config::kLinkWord]: the next object, encoded (freelist::next /
+  // set_next); the other: the free tag or mark (ds/free_mark.h).
+  uintptr_t word[2];
 };
 
 namespace freelist {
@@ -37,7 +40,7 @@ ROOST_INLINE FreeObject* as_object(void* p) { return static_cast<FreeObject*>(p)
 
 // What `o`'s link says; in the secure build not yet checked.
 ROOST_INLINE FreeObject* next(const FreeObject* o) {
-  uintptr_t v = o->link;
+  uintptr_t v = o->word[config::kLinkWord];
   if constexpr (config::kEncodeLinks) v ^= g_key ^ reinterpret_cast<uintptr_t>(o);
   return reinterpret_cast<FreeObject*>(v);
 }
@@ -45,7 +48,7 @@ ROOST_INLINE FreeObject* next(const FreeObject* o) {
 ROOST_INLINE void set_next(FreeObject* o, const FreeObject* n) {
   uintptr_t v = reinterpret_cast<uintptr_t>(n);
   if constexpr (config::kEncodeLinks) v ^= g_key ^ reinterpret_cast<uintptr_t>(o);
-  o->link = v;
+  o->word[config::kLinkWord] = v;
 }
 
 ROOST_INLINE void push(FreeObject*& head, void* p) {

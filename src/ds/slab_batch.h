@@ -1,18 +1,23 @@
 // ds/slab_batch.h — freed objects of one slab travelling home as one message.
 //
-// A batch is a list of objects of one slab linked through their first word
-// (the free-list link), head -> ... -> tail.  The tail is the message: its
-// first word is the inbox queue's link and its second word, the batch word,
-// records where the head is (a byte offset from the tail: both lie in one
-// slab) and how many objects the batch holds.  So the owner splices the
-// whole batch into the slab's free list and adjusts the slab's count in
-// constant time, whatever its size (BatchIt, ISMM'24 §3.2).  A single
-// object is a batch of one whose head is its tail.
+// A batch is a list of objects of one slab linked through their link words
+// (ds/freelist.h), head -> ... -> tail.  The tail is the message: its link
+// word is the inbox queue's link (its successor in the batch would be
+// none), and its batch word records where the head is (a byte offset from
+// the tail: both lie in one slab) and how many objects the batch holds.
+// So the owner splices the whole batch into the slab's free list and
+// adjusts the slab's count in constant time, whatever its size (BatchIt,
+// ISMM'24 §3.2).  A single object is a batch of one whose head is its tail.
 //
-// In the secure build (config::kDetectDoubleFree) the second word of every
-// freed object holds its free mark (ds/free_mark.h), so the batch word moves
-// to the tail's last word; a 16-byte object has no word to spare and always
-// travels alone (its callers never batch it), tagged beside its mark.
+// The batch word is the tail's word beside its link, unless that word
+// holds the free mark (the secure build) or the free tag (the default
+// build; ds/free_mark.h): then it is the tail's last word.  A 16-byte
+// object has no word to spare: in the secure build it always travels alone
+// (its callers never batch it), tagged beside its mark; in the default
+// build a batch of them carries its word in place of the tail's tag, which
+// the receiver writes back.  The batch word is always odd, so it never
+// reads as a tag (an aligned address): a 16-byte tail freed again on its
+// way shows.
 //
 // Owns: the layout of a message and the batch word's encoding.  Must never:
 // know which slab or allocator a batch belongs to, or read the objects
@@ -30,12 +35,7 @@
 
 namespace roost {
 
-// The first two words of an object on its way home.
-struct BatchMessage {
-  QueueNode link;  // the inbox queue's link
-  uint64_t batch;  // (offset of head from tail) << 32 | object count
-};
-static_assert(sizeof(BatchMessage) == 16, "a message fits the smallest object");
+static_assert(sizeof(QueueNode) == sizeof(uintptr_t), "a queue link fits a link word");
 
 namespace slab_batch {
 
@@ -53,9 +53,27 @@ ROOST_INLINE bool batches_allowed(uint32_t obj_size) {
   return !config::kDetectDoubleFree || obj_size > 2 * sizeof(uint64_t);
 }
 
+// The queue node of a message whose tail is `tail` (its link word), and
+// back.
+ROOST_INLINE QueueNode* node_of(FreeObject* tail) {
+  return reinterpret_cast<QueueNode*>(&tail->word[config::kLinkWord]);
+}
+ROOST_INLINE FreeObject* tail_of(QueueNode* node) {
+  return reinterpret_cast<FreeObject*>(reinterpret_cast<uintptr_t*>(node) - config::kLinkWord);
+}
+ROOST_INLINE const void* tail_of(const void* node) {
+  return static_cast<const uintptr_t*>(node) - config::kLinkWord;
+}
+
+// Does a tail of `obj_size` bytes keep its batch word beside its link (where
+// a 16-byte one of the default build loses its tag)?
+ROOST_INLINE bool batch_word_beside_link(uint32_t obj_size) {
+  return !config::kFreedSecondWord || obj_size <= 2 * sizeof(uint64_t);
+}
+
 // Where a tail of `obj_size` bytes keeps its batch word.
 ROOST_INLINE uint64_t* batch_word(FreeObject* tail, uint32_t obj_size) {
-  if (!config::kDetectDoubleFree) return &reinterpret_cast<BatchMessage*>(tail)->batch;
+  if (batch_word_beside_link(obj_size)) return free_mark::word(tail);
   return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(tail) + obj_size) - 1;
 }
 
@@ -67,20 +85,20 @@ ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count,
     *free_mark::word(tail) = free_mark::mark(tail) ^ free_mark::kAloneTag;
   } else {
     int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
-    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | count;
+    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | uint64_t{count} << 1 | 1;
   }
-  return &reinterpret_cast<BatchMessage*>(tail)->link;
+  return node_of(tail);
 }
 
 // Reads a received message (objects of `obj_size` bytes) back into its
 // batch.
 ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
-  auto* tail = reinterpret_cast<FreeObject*>(node);
+  FreeObject* tail = tail_of(node);
   if (!batches_allowed(obj_size)) return Batch{tail, tail, 1};
   uint64_t word = *batch_word(tail, obj_size);
   int64_t offset = static_cast<int64_t>(word) >> 32;
   auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
-  return Batch{head, tail, static_cast<uint32_t>(word & kCountMask)};
+  return Batch{head, tail, static_cast<uint32_t>((word & kCountMask) >> 1)};
 }
 
 // Links the batch's tail (objects of `obj_size` bytes) to `rest` and

@@ -25,9 +25,13 @@ namespace roost {
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
+  void* p;
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr))
-    return a->stand_in_(a, sc, __builtin_return_address(0));
-  return a->refill_unsampled(sc);
+    p = a->stand_in_(a, sc, __builtin_return_address(0));
+  else
+    p = a->refill_unsampled(sc);
+  if (p != nullptr) checks::note_handed_out(p);
+  return p;
 }
 
 void* Allocator::sampling_stand_in(Allocator* a, unsigned sc, const void* caller) {
@@ -213,7 +217,13 @@ void Allocator::slab_event(ChunkMeta* m) {
   if (visit_inbox()) service::at_safe_point();
 }
 
-void Allocator::free_remote(ChunkMeta* m, void* p) {
+void Allocator::free_tagged(ChunkMeta* m, void* p, const char* where) {
+  checks::tagged_twice(m, p, where);
+  if (!try_free_local(m, p, where)) free_remote(m, p, where);
+}
+
+void Allocator::free_remote(ChunkMeta* m, void* p, const char* where) {
+  checks::note_tagged_free(m, p, where);
   // An exited thread's slab: adopted, the object is freed as one of our own
   // (and so are the slab's next ones, without a message).
   if (ROOST_UNLIKELY(adoption::on()) && port_ == nullptr && adoption::owner_parked<Allocator>(m) &&

@@ -91,14 +91,10 @@ class Allocator {
     if (ROOST_LIKELY(p != nullptr)) {
       fast_[sc] = checks::take(sc, p);
       count_event(counters_.allocs[sc]);
-      if constexpr (config::kDetectDoubleFree) checks::note_handed_out(p);
+      checks::note_handed_out(p);
       return p;
     }
-    void* q = refill_at(&fast_[sc], this);
-    if constexpr (config::kDetectDoubleFree) {
-      if (q != nullptr) checks::note_handed_out(q);
-    }
-    return q;
+    return refill_at(&fast_[sc], this);
   }
 
   // An object of `size` <= config::kTableClassified bytes: its class from
@@ -108,7 +104,8 @@ class Allocator {
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
   // refill(), or the stand-in (the placeholder's, or the heap profiler's
-  // refill_sampled()).  (The slot comes first: the
+  // refill_sampled()); the object it returns is handed out (its mark or tag
+  // wiped) here.  (The slot comes first: the
   // fast path has its address in the first argument's register already;
   // passing the class would cost the fast path register copies.)
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
@@ -142,9 +139,16 @@ class Allocator {
   // leaves it to the caller's slow path (another allocator's object, a large
   // one, misuse).  The exact object-start test costs a multiply chain, so
   // only checked builds make it here (every slow path makes it).
-  [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p) {
+  // `where` names the call in a diagnostic (the free tag's double free).
+  [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p,
+                                                 const char* where = "free") {
     if (ROOST_UNLIKELY(!owned_by(m, this))) return false;
     if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
+    if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
+      free_tagged(m, p, where);
+      return true;
+    }
+    checks::tag(m, p);
     // Not counted here: statistics count local frees from the slabs
     // (SizeClassSlabs::list_balance).
     if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
@@ -161,7 +165,8 @@ class Allocator {
   // the caller's slow path: a slab no lane holds, misuse, a thread without
   // an allocator (the placeholder's lanes hold nothing) or with an offload
   // port (its lanes never fill: free_remote).
-  [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p) {
+  [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p,
+                                                  const char* where = "free") {
     unsigned sc = m->sizeclass;
     RemoteCache::Entry* e = messenger_.lane(sc);
     if (ROOST_UNLIKELY(e->slab != m)) return false;
@@ -169,6 +174,11 @@ class Allocator {
     bool follows_tail =
         reinterpret_cast<uintptr_t>(e->tail) + size == reinterpret_cast<uintptr_t>(p);
     if (ROOST_UNLIKELY(!follows_tail) && !slab::is_object_start(m, p)) return false;
+    if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
+      free_tagged(m, p, where);
+      return true;
+    }
+    checks::tag(m, p);
     messenger_.append(e, p);
     if (ROOST_UNLIKELY(messenger_.charge(size))) after_stretch();
     return true;
@@ -177,7 +187,10 @@ class Allocator {
   // The remote free's slow path: `p`, an object start of slab `m` that
   // another allocator owns, into the BatchIt cache (alone, with an offload
   // port: its ring came first) and the outbox.
-  ROOST_NOINLINE void free_remote(ChunkMeta* m, void* p);
+  ROOST_NOINLINE void free_remote(ChunkMeta* m, void* p, const char* where = "free");
+  // A free found `p` tagged (checks::is_tagged): a double free, or (the
+  // program wrote the tag) a live object, freed here.
+  ROOST_NOINLINE void free_tagged(ChunkMeta* m, void* p, const char* where);
 
   // ---- housekeeping ----
 

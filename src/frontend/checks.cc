@@ -14,6 +14,14 @@ void fault(const char* where, const char* what, const void* p, size_t size) {
   err::fatal_object(where, what, p, size);
 }
 
+void tagged_twice(const ChunkMeta* m, void* p, const char* where) {
+  // A free-list link is an object start (16-byte aligned); a message tail's
+  // is the queue's, to the next message's node (its tail's link word).
+  auto link = reinterpret_cast<uintptr_t>(freelist::next(freelist::as_object(p)));
+  if (link % sizeof(uintptr_t) == 0) fault(where, kDoubleFree, p, m->obj_size);
+  free_mark::wipe(p);
+}
+
 namespace {
 
 constexpr const char* kReceiving = "receiving a message";
@@ -48,14 +56,16 @@ void damaged(const FreeObject* holder, const void* p, unsigned sc) {
 }
 
 void message(const ChunkMeta* m, const void* node) {
-  if (!slab_object_start(m, node)) fault(kReceiving, kCorruptedMessage, node, class_size(m));
+  const void* tail = slab_batch::tail_of(node);
+  if (!slab_object_start(m, tail)) fault(kReceiving, kCorruptedMessage, tail, class_size(m));
 }
 
 void message_link(const void* holder, const void* next) {
-  if (slab_object_start(pagemap::lookup(next), next) &&
-      (!config::kDetectDoubleFree || free_mark::is_set(next)))
+  const void* tail = slab_batch::tail_of(next);
+  if (slab_object_start(pagemap::lookup(tail), tail) &&
+      (!config::kDetectDoubleFree || free_mark::is_set(tail)))
     return;
-  const void* named = holder != nullptr ? holder : next;
+  const void* named = holder != nullptr ? slab_batch::tail_of(holder) : tail;
   fault(kReceiving, kCorruptedMessage, named, class_size(pagemap::lookup(named)));
 }
 

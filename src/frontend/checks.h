@@ -44,8 +44,10 @@ ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
 }
 
-// An object handed out: its mark goes.
-ROOST_INLINE void note_handed_out(void* p) { free_mark::wipe(p); }
+// An object handed out: its mark (or tag) goes.
+ROOST_INLINE void note_handed_out(void* p) {
+  if constexpr (config::kFreedSecondWord) free_mark::wipe(p);
+}
 
 // ---- free lists and freed objects (secure build) ----
 
@@ -125,6 +127,45 @@ ROOST_INLINE void parked_intact(unsigned sc, void* p) {
 ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
   fill_intact(sc, p);
   return next_checked(sc, p);
+}
+
+// ---- double free (default build: the free tag) ----
+
+// Is `p`, an object start of slab `m` (or a 16-byte-aligned address in it)
+// that a thread is freeing, tagged?  Then it is still free (on a free or
+// fast list, in a BatchIt cache or a message): a double free, which
+// tagged_twice() confirms.  Else the free tags it.
+ROOST_INLINE bool is_tagged(const ChunkMeta* m, const void* p) {
+  if constexpr (config::kTagFreed) return free_mark::is_tagged(p, m);
+  return false;
+}
+ROOST_INLINE void tag(const ChunkMeta* m, void* p) {
+  if constexpr (config::kTagFreed) free_mark::tag(p, m);
+}
+
+// `p`, found tagged by a free: a double free, reported once its link word
+// reads as a link too (null or 8-byte aligned: an object start, or a
+// message's queue link).  Returns when it does not, the tag wiped: the
+// program wrote the tag into a live object, which its caller then frees.
+ROOST_SLOW void tagged_twice(const ChunkMeta* m, void* p, const char* where);
+
+// The free tag's test for the slow paths: tags `p` unless tagged_twice()
+// ends the program.
+ROOST_INLINE void note_tagged_free(const ChunkMeta* m, void* p, const char* where) {
+  if (ROOST_UNLIKELY(is_tagged(m, p))) tagged_twice(m, p, where);
+  tag(m, p);
+}
+
+// A received message `node` of slab `m` (default build): a 16-byte tail
+// carries its batch word where its tag was, so a tag there means a free of
+// it while it travelled (its link, the queue's, was overwritten then too).
+ROOST_INLINE void batch_word_intact(const ChunkMeta* m, const void* node) {
+  if constexpr (config::kTagFreed) {
+    const void* tail = slab_batch::tail_of(node);
+    if (ROOST_UNLIKELY(slab_batch::batch_word_beside_link(m->obj_size) &&
+                       free_mark::is_tagged(tail, m)))
+      fault("receiving a message", kDoubleFree, tail, m->obj_size);
+  }
 }
 
 // ---- double free (every build, found without a scan) ----

@@ -94,10 +94,11 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (a == nullptr) {
         // Past the thread's exit hook: count here (relaxed: statistics, as
         // g_unbound_frees says) and post the object alone.
+        checks::note_tagged_free(m, p, where);
         g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
         Messenger::send_alone(m, p);
-      } else if (!a->try_free_local(m, p)) {  // owned: a pooled allocator came back
-        a->free_remote(m, p);
+      } else if (!a->try_free_local(m, p, where)) {  // owned: a pooled allocator came back
+        a->free_remote(m, p, where);
       }
       return;
     }
@@ -134,15 +135,19 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
 // the port's free ring, or (ring full) the remote-free path.  Apart from
 // dealloc_slow so that its call does not make the common remote free keep
 // a stack frame.
-ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a) {
+// It is tagged before it goes on the ring (the service wipes the tag when
+// it carries the free out, and its free tags it again).
+ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The class first: once on the ring, the object may be freed and its slab
   // reused at any moment.
   unsigned sc = m->sizeclass;
+  checks::note_tagged_free(m, p, where);
   if (offload::give(a->port(), p)) {
     a->count_handed_free(sc);
     return;
   }
-  a->free_remote(m, p);
+  if constexpr (config::kTagFreed) free_mark::wipe(p);  // free_remote() tags it again
+  a->free_remote(m, p, where);
 }
 
 }  // namespace
@@ -160,10 +165,10 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
     if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
       invalid(where, "invalid pointer (interior of an object)", p);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
-      dealloc_through_port(p, m, a);
+      dealloc_through_port(p, m, a, where);
       return;
     }
-    a->free_remote(m, p);
+    a->free_remote(m, p, where);
     return;
   }
   if (pagemap::is_stray(m)) {

@@ -54,8 +54,8 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
       }
       checks::note_small_free(m, p, where);
     }
-    if (ROOST_LIKELY(a->try_free_local(m, p))) return;
-    if (ROOST_LIKELY(a->try_free_remote(m, p))) return;
+    if (ROOST_LIKELY(a->try_free_local(m, p, where))) return;
+    if (ROOST_LIKELY(a->try_free_remote(m, p, where))) return;
     dealloc_slow(p, m, a, where);
     return;
   }

@@ -6,6 +6,7 @@
 #include "backend/pagemap.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "frontend/checks.h"
 #include "options.h"
 #include "platform/os.h"
 
@@ -92,6 +93,7 @@ void Sorter::add(QueueNode* node) {
   // Relaxed: the service holds the inbox, as in to_rest().
   node->set_next(g.first, std::memory_order_relaxed);
   g.first = node;
+  checks::batch_word_intact(m, node);
   g.objects += slab_batch::open(node, m->obj_size).count;
   g.batches++;
 }

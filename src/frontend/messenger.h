@@ -304,6 +304,7 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
     batches++;
     ChunkMeta* m = pagemap::lookup(node);
     if constexpr (config::kCheckMessages) checks::message(m, node);
+    checks::batch_word_intact(m, node);
     slab_batch::Batch b = slab_batch::open(node, m->obj_size);
     if constexpr (config::kCheckMessages) checks::batch(m, b);
     objects += b.count;

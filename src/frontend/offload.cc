@@ -108,13 +108,16 @@ Allocator* service_allocator() {
 
 // An object of class sc for a ring: allocated by the service's allocator and
 // not counted there (it is counted when a thread takes it).  Until a thread
-// takes it, it is kept as a free object (the secure build checks it then).
+// takes it, it is kept as a free object (marked or tagged; the secure build
+// checks it then).
 void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
   s->count_alloc(sc, -1);
   if constexpr (config::kEncodeLinks || config::kFillFreed)
     checks::note_parked(p, sizeclass::kInfo.info[sc].size);
+  // The default build's free tag too: a free of it now is a double free.
+  if constexpr (config::kTagFreed) free_mark::tag(p, pagemap::lookup(p));
   return p;
 }
 
@@ -125,6 +128,9 @@ void unmake(Allocator* s, void* p) {
   ChunkMeta* m = pagemap::lookup(p);
   unsigned sc = m->sizeclass;
   if (s->owns(m)) checks::not_free_list_head(m, p);
+  // The default build's free tag: set when the thread gave the object to
+  // its ring, having checked it there; the free below sets it again.
+  if constexpr (config::kTagFreed) free_mark::wipe(p);
   if (!s->try_free_local(m, p)) s->free_remote(m, p);
   s->count_free(sc, -1);
 }

@@ -70,8 +70,10 @@ ROOST_INLINE bool return_object(ChunkMeta* m, void* p) {
 
 // Splices a batch of the slab's objects into its free list in constant time
 // whatever the batch holds; `needed` may overshoot below zero.  True when
-// the slab reached its next state change.
+// the slab reached its next state change.  The default build's tail gets
+// its free tag back (a 16-byte one carried the batch word there).
 ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
+  if constexpr (config::kTagFreed) free_mark::tag(b.tail, m);
   m->free_head = slab_batch::splice(b, m->free_head, m->obj_size);
   m->needed -= static_cast<int32_t>(b.count);
   return m->needed <= 0;

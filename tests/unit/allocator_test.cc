@@ -31,11 +31,12 @@ std::unique_ptr<Allocator> make(uint32_t id) {
 }
 
 // Takes everything left on the class's fast list (so the next allocation
-// refills), returning it.
+// refills), returning it handed out (its free tag or mark wiped).
 std::vector<void*> drain_fast_list(Allocator& a) {
   std::vector<void*> v;
   FreeObject** head = a.fast_slot(kClass);
   for (FreeObject* p = *head; p != nullptr; p = freelist::next(p)) v.push_back(p);
+  for (void* p : v) checks::note_handed_out(p);
   *head = nullptr;
   return v;
 }

@@ -41,12 +41,14 @@ void expect_round_trip(const Slab& slab, size_t obj_size, const std::vector<size
   FreeObject* tail = slab.object(order.back(), obj_size);
   auto size = static_cast<uint32_t>(obj_size);
   QueueNode* msg = slab_batch::seal(head, tail, static_cast<uint32_t>(order.size()), size);
-  EXPECT_EQ(reinterpret_cast<void*>(msg), reinterpret_cast<void*>(tail));
+  // The message is the tail's link word.
+  EXPECT_EQ(reinterpret_cast<void*>(msg), reinterpret_cast<void*>(&tail->word[config::kLinkWord]));
+  EXPECT_EQ(slab_batch::tail_of(msg), tail);
   slab_batch::Batch b = slab_batch::open(msg, size);
   EXPECT_EQ(b.head, head);
   EXPECT_EQ(b.tail, tail);
   EXPECT_EQ(b.count, order.size());
-  FreeObject rest{0};
+  FreeObject rest{};
   FreeObject* list = slab_batch::splice(b, &rest, size);
   size_t n = 0;
   for (FreeObject* o = list; o != &rest; o = freelist::next(o), n++) {
@@ -97,7 +99,7 @@ TEST(SlabBatch, AFullSlabOfTheLargestClass) {
 TEST(SlabBatch, EveryClassFitsTheBatchWord) {
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
-    EXPECT_LE(info.capacity, slab_batch::kCountMask) << sc;
+    EXPECT_LE(info.capacity, slab_batch::kCountMask >> 1) << sc;  // the count's bits
     EXPECT_LT(sizeclass::slab_size(sc), size_t{1} << 31) << sc;
   }
 }

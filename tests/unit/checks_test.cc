@@ -1,5 +1,6 @@
 // The checks of frontend/checks.h on a real slab's record: messages and
-// batches that do not fit their slab, a free list whose head is its own
+// batches that do not fit their slab, the free tag's double free (and the
+// live object it must not report), a free list whose head is its own
 // successor or an object freed while it is the head, sized frees of the
 // wrong size.  Each fault is a death with
 // its diagnostic's text.  (The suite is not named *DeathTest: gtest would
@@ -23,14 +24,14 @@ namespace {
 const int kOwner = 0;
 constexpr unsigned kClass48 = sizeclass::from_size(48);
 
-// A slab of 48-byte objects, every object carved (out), mapped in the
-// pagemap; retired and released at the end.
+// A slab of class `sc` (48-byte objects unless said), every object carved
+// (out), mapped in the pagemap; retired and released at the end.
 struct CarvedSlab {
-  CarvedSlab() {
+  explicit CarvedSlab(unsigned sc = kClass48) {
     EXPECT_TRUE(pagemap::init());
-    m = chunks::alloc(sizeclass::kInfo.info[kClass48].slab_bits);
+    m = chunks::alloc(sizeclass::kInfo.info[sc].slab_bits);
     EXPECT_NE(m, nullptr);
-    slab::start(m, kClass48, &kOwner);
+    slab::start(m, sc, &kOwner);
     while (!slab::fully_carved(m)) slab::carve(m, nullptr);
   }
   ~CarvedSlab() {
@@ -51,29 +52,36 @@ std::string hex(const void* p) {
 
 }  // namespace
 
+// The queue node of a message whose tail is at `tail` (its link word), as a
+// message link holds it.
+const void* node(const void* tail) {
+  return slab_batch::node_of(static_cast<FreeObject*>(const_cast<void*>(tail)));
+}
+
 TEST(Checks, AMessageOutsideEverySlabIsCorrupted) {
   alignas(16) static char not_a_slab[64];
-  EXPECT_DEATH(checks::message(nullptr, not_a_slab), "receiving a message: corrupted message 0x");
+  EXPECT_DEATH(checks::message(nullptr, node(not_a_slab)),
+               "receiving a message: corrupted message 0x");
 }
 
 TEST(Checks, AMessageInsideAnObjectIsCorrupted) {
   CarvedSlab s;
-  checks::message(s.m, s.object(3));  // an object start: fine
-  EXPECT_DEATH(checks::message(s.m, reinterpret_cast<char*>(s.object(3)) + 16),
+  checks::message(s.m, node(s.object(3)));  // an object start: fine
+  EXPECT_DEATH(checks::message(s.m, node(reinterpret_cast<char*>(s.object(3)) + 16)),
                "corrupted message 0x[0-9a-f]+ \\(size class 48 bytes\\)");
 }
 
 TEST(Checks, AMessageLinkMustLeadToAnObjectStartAndNameItsHolder) {
   CarvedSlab s;
-  checks::message_link(s.object(2), s.object(3));  // an object start: fine
-  checks::message_link(nullptr, s.object(3));
-  auto* inside = reinterpret_cast<char*>(s.object(3)) + 8;
-  EXPECT_DEATH(checks::message_link(s.object(2), inside),
+  checks::message_link(node(s.object(2)), node(s.object(3)));  // an object start: fine
+  checks::message_link(nullptr, node(s.object(3)));
+  auto* inside = reinterpret_cast<char*>(s.object(3)) + 16;
+  EXPECT_DEATH(checks::message_link(node(s.object(2)), node(inside)),
                "receiving a message: corrupted message " + hex(s.object(2)) + " \\(size class 48");
   alignas(16) static char not_a_slab[64];
-  EXPECT_DEATH(checks::message_link(s.object(2), not_a_slab),
+  EXPECT_DEATH(checks::message_link(node(s.object(2)), node(not_a_slab)),
                "corrupted message " + hex(s.object(2)));
-  EXPECT_DEATH(checks::message_link(nullptr, inside), "corrupted message " + hex(inside));
+  EXPECT_DEATH(checks::message_link(nullptr, node(inside)), "corrupted message " + hex(inside));
 }
 
 TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
@@ -89,6 +97,40 @@ TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
   EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{outside, s.object(1), 2}), "corrupted message");
   auto* inside = reinterpret_cast<FreeObject*>(reinterpret_cast<char*>(s.object(2)) + 8);
   EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{inside, s.object(1), 2}), "corrupted message");
+}
+
+// The default build's free tag: a tagged object whose link word reads as
+// a link (null, an object start, a message's queue link) is a double
+// free; one whose link word cannot be a link is a live object whose first
+// word the program set to the tag, freed as any (its tag wiped).
+TEST(Checks, ATaggedObjectIsADoubleFreeOnlyWhenItsLinkReadsAsALink) {
+  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
+  CarvedSlab s;
+  FreeObject* o = s.object(4);
+  checks::tag(s.m, o);
+  EXPECT_TRUE(checks::is_tagged(s.m, o));
+  for (uintptr_t link : {uintptr_t{0}, reinterpret_cast<uintptr_t>(s.object(7)),
+                         reinterpret_cast<uintptr_t>(slab_batch::node_of(s.object(7)))}) {
+    freelist::set_next(o, reinterpret_cast<FreeObject*>(link));
+    EXPECT_DEATH(checks::tagged_twice(s.m, o, "free"),
+                 "roost: free: double free " + hex(o) + " \\(size class 48 bytes\\)");
+  }
+  freelist::set_next(o, reinterpret_cast<FreeObject*>(uintptr_t{0x636261}));  // "abc"
+  checks::tagged_twice(s.m, o, "free");
+  EXPECT_FALSE(checks::is_tagged(s.m, o));
+}
+
+// A 16-byte message's tail keeps its batch word where its tag was: found
+// tagged when received, it was freed again on its way.
+TEST(Checks, ASixteenByteTailTaggedInFlightIsADoubleFree) {
+  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
+  CarvedSlab s(sizeclass::from_size(16));
+  FreeObject* tail = s.object(5);
+  QueueNode* node = slab_batch::seal(tail, tail, 1, 16);
+  checks::batch_word_intact(s.m, node);  // sealed: its batch word, odd
+  checks::tag(s.m, tail);                // a second free's tag
+  EXPECT_DEATH(checks::batch_word_intact(s.m, node),
+               "roost: receiving a message: double free " + hex(tail));
 }
 
 TEST(Checks, AnObjectFreedTwiceInARowIsFoundWhenItsSlabsListIsTaken) {
