@@ -8,7 +8,8 @@
 // The first forks before its first allocation; the child makes the misuse in
 // <state>, and the parent checks that it died of SIGABRT after exactly one
 // line, "roost: free: double free 0x<addr> (size class <usable> bytes)",
-// where <usable> is <bytes> rounded up to whole pages.  States:
+// where <usable> is what malloc_usable_size said of the object (<bytes>
+// rounded up to whole pages; the secure build: <bytes>).  States:
 //   first         the process's first large object: malloc, free, free
 //   after_others  another object of the size allocated and freed first
 //   other_thread  the first free on another thread, the second here
@@ -21,6 +22,7 @@
 // ROOST_OFFLOAD: its service thread allocates for the rings all the time,
 // and may reuse a freed object's memory before its second free.
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -43,8 +45,8 @@ static void free_on_another_thread(void* p) {
   if (pthread_create(&t, NULL, free_it, p) != 0 || pthread_join(t, NULL) != 0) _exit(3);
 }
 
-// The child: the object's address goes to the parent first (one line on
-// `addr_fd`), then the misuse.
+// The child: the object's address and usable size go to the parent first
+// (one line on `addr_fd`), then the misuse.
 static void misuse(const char* state, size_t bytes, int addr_fd) {
   if (strcmp(state, "after_others") == 0) {
     char* q = g_malloc(bytes);
@@ -55,8 +57,8 @@ static void misuse(const char* state, size_t bytes, int addr_fd) {
   char* p = g_malloc(bytes);
   if (p == NULL) _exit(3);
   p[0] = 1;
-  char line[32];
-  int n = snprintf(line, sizeof(line), "%" PRIxPTR "\n", (uintptr_t)p);
+  char line[64];
+  int n = snprintf(line, sizeof(line), "%" PRIxPTR " %zu\n", (uintptr_t)p, malloc_usable_size(p));
   if (write(addr_fd, line, (size_t)n) != n) _exit(3);
   if (strcmp(state, "first") == 0 || strcmp(state, "after_others") == 0) {
     g_free(p);
@@ -130,12 +132,17 @@ int main(int argc, char** argv) {
   int status;
   if (waitpid(pid, &status, 0) != pid) return 3;
 
-  long page = sysconf(_SC_PAGESIZE);
-  size_t usable = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+  size_t addr_len = strcspn(addr, " \n");
+  size_t usable = addr[addr_len] == ' ' ? strtoull(addr + addr_len + 1, NULL, 10) : 0;
   char want[160];
   snprintf(want, sizeof(want), "roost: free: double free 0x%.*s (size class %zu bytes)\n",
-           (int)strcspn(addr, "\n"), addr, usable);
+           (int)addr_len, addr, usable);
   int aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (usable < bytes || usable >= bytes + page) {
+    printf("%s %zu bytes: malloc_usable_size said %zu\n", state, bytes, usable);
+    return 1;
+  }
   if (aborted && strcmp(err, want) == 0) {
     printf("%s %zu bytes: caught: %s", state, bytes, err);
     return 0;

@@ -104,17 +104,31 @@ std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& 
 }
 
 // Runs `misuse` in a child and checks that the build under test stops it
-// as `caught` says, with `fault` (a regular expression) naming `addr`.
-void expect_caught(Caught caught, const std::string& fault, const void* addr,
-                   const std::function<void()>& misuse) {
+// as `caught` says, with `fault` (a regular expression) naming `addr`, and,
+// when `size` is given, the object's size class (the usable size the
+// parent read): "(size class <size> bytes)".
+void expect_caught_line(Caught caught, const std::string& fault, const void* addr,
+                        std::optional<size_t> size, const std::function<void()>& misuse) {
   std::optional<ChildResult> r = run_case(caught, misuse);
   if (!r) return;
   ASSERT_FALSE(r->exited) << "not caught: " << r->describe();
   EXPECT_EQ(r->signal, SIGABRT) << r->describe();
-  std::regex line("roost: [^\n]*: " + fault + " " + hex(addr) + "( [^\n]*)?\n");
+  std::string tail = size ? " \\(size class " + std::to_string(*size) + " bytes\\)" : "( [^\n]*)?";
+  std::regex line("roost: [^\n]*: " + fault + " " + hex(addr) + tail + "\n");
   EXPECT_TRUE(std::regex_match(r->err, line))
-      << "wanted one line \"roost: <where>: " << fault << " " << hex(addr) << "\", got:\n"
+      << "wanted one line \"roost: <where>: " << fault << " " << hex(addr)
+      << (size ? " (size class " + std::to_string(*size) + " bytes)" : "") << "\", got:\n"
       << r->err;
+}
+void expect_caught(Caught caught, const std::string& fault, const void* addr,
+                   const std::function<void()>& misuse) {
+  expect_caught_line(caught, fault, addr, std::nullopt, misuse);
+}
+// The misuse of a live or freed object of `size` usable bytes: the line
+// names its size class.
+void expect_caught_object(Caught caught, const std::string& fault, const void* addr, size_t size,
+                          const std::function<void()>& misuse) {
+  expect_caught_line(caught, fault, addr, size, misuse);
 }
 
 // Runs `misuse` in a child and checks that the build under test stops it at
@@ -164,7 +178,7 @@ void free_on_another_thread(void* p) {
 // waits on the thread's free ring).
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
   void* p = g_malloc(48);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
     for (int i = 0; i < 5000; i++) {
@@ -176,7 +190,7 @@ TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
 
 TEST(DoubleFree, AfterOtherAllocations) {
   void* p = g_malloc(64);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 100; i++) escape(g_malloc(200));
     g_free(p);
@@ -186,7 +200,7 @@ TEST(DoubleFree, AfterOtherAllocations) {
 TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
   void* p = g_malloc(64);
   void* q = g_malloc(64);
-  expect_caught(Caught::kBoth, "double free", p, [p, q] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p, q] {
     g_free(p);
     g_free(q);
     g_free(p);
@@ -195,7 +209,7 @@ TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
 
 TEST(DoubleFree, AfterTheAddressWasReused) {
   void* p = g_malloc(48);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     allocate_until_handed_out(p, 48);
     g_free(p);  // the reused object's own free
@@ -205,7 +219,7 @@ TEST(DoubleFree, AfterTheAddressWasReused) {
 
 TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
   void* p = g_malloc(48);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);
     free_on_another_thread(p);
   });
@@ -213,7 +227,7 @@ TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
 
 TEST(DoubleFree, RemoteThenByTheOwner) {
   void* p = g_malloc(96);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);
     for (int i = 0; i < 1000; i++) g_free(g_malloc(96));  // the owner takes its mail
     g_free(p);
@@ -225,7 +239,7 @@ TEST(DoubleFree, RemoteThenByTheOwner) {
 TEST(DoubleFree, WhileInABatchItCache) {
   void* p = g_malloc(80);
   void* q = g_malloc(80);
-  expect_caught(Caught::kBoth, "double free", p, [p, q] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p, q] {
     std::thread([p, q] {
       g_free(p);
       g_free(q);
@@ -244,7 +258,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service may carry the second free out, overwriting "
                     "the message's queue link, before it receives the message";
   void* p = g_malloc(16);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);  // the thread's exit posts it
     g_free(p);
     for (int i = 0; i < 100000; i++) g_free(g_malloc(16));
@@ -253,7 +267,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
 
 TEST(DoubleFree, ZeroSizeAllocation) {
   void* p = g_malloc(g_zero);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -261,7 +275,7 @@ TEST(DoubleFree, ZeroSizeAllocation) {
 
 TEST(DoubleFree, LargeObject) {
   void* p = g_malloc(1 << 20);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -269,7 +283,7 @@ TEST(DoubleFree, LargeObject) {
 
 TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
   void* p = g_malloc(300000);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 8; i++) escape(g_malloc(700000));
     g_free(p);
@@ -279,7 +293,7 @@ TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
 TEST(DoubleFree, HugeObject) {
   void* p = g_malloc(size_t{3} << 29);  // 1.5 GiB: mapped alone
   ASSERT_NE(p, nullptr);
-  expect_caught(Caught::kBoth, "double free", p, [p] {
+  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -327,8 +341,8 @@ TEST(InvalidFree, FarOutsideTheHeap) {
 TEST(InvalidFree, Unaligned) {
   char* p = static_cast<char*>(g_malloc(64));
   void* q = p + 1;
-  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", q,
-                [q] { g_free(q); });
+  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", q,
+                       malloc_usable_size(p), [q] { g_free(q); });
 }
 
 // The default build's free fast path checks alignment, not the exact
@@ -336,8 +350,8 @@ TEST(InvalidFree, Unaligned) {
 TEST(InvalidFree, InteriorAligned) {
   char* p = static_cast<char*>(g_malloc(64));
   void* q = p + 16;
-  expect_caught(Caught::kSecure, "invalid pointer \\(interior of an object\\)", q,
-                [q] { g_free(q); });
+  expect_caught_object(Caught::kSecure, "invalid pointer \\(interior of an object\\)", q,
+                       malloc_usable_size(p), [q] { g_free(q); });
 }
 
 // ---- writes into freed objects: after free, and overflows ---------------------
@@ -660,7 +674,9 @@ struct WithDestructor {
 TEST(DeleteMismatch, DeleteOfAnArrayFromNewArray) {
   WithDestructor* volatile array = new WithDestructor[3];
   WithDestructor* p = array;
-  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", p, [p] {
+  // The allocation starts at the count, 8 bytes before the first element.
+  size_t size = malloc_usable_size(reinterpret_cast<char*>(p) - 8);
+  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", p, size, [p] {
     WithDestructor* volatile q = p;
     delete q;
   });
@@ -677,12 +693,14 @@ TEST(DeleteMismatch, DeleteArrayOfAnObjectFromNew) {
   ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
   auto* object = reinterpret_cast<WithDestructor*>(n.second);
   void* passed = n.second - 8;
-  expect_caught(Caught::kBoth, "invalid pointer \\(interior of an object\\)", passed, [n, object] {
-    size_t one = 1;
-    memcpy(n.second - 8, &one, sizeof(one));  // the last 8 bytes of the object before
-    WithDestructor* volatile q = object;
-    delete[] q;
-  });
+  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", passed,
+                       malloc_usable_size(n.first), [n, object] {
+                         size_t one = 1;
+                         memcpy(n.second - 8, &one,
+                                sizeof(one));  // the last 8 bytes of the object before
+                         WithDestructor* volatile q = object;
+                         delete[] q;
+                       });
   for (char* p : keep) delete reinterpret_cast<WithDestructor*>(p);
 }
 

@@ -195,10 +195,10 @@ bool is_freed(const ChunkMeta* m) { return m == &g_freed_record || m == &g_freed
 
 size_t freed_size(const ChunkMeta* m, const void* p) {
   auto base = reinterpret_cast<uintptr_t>(p);
-  if (m == &g_freed_record) return chunks::meta_of(base)->large_size;
+  if (m == &g_freed_record) return usable(chunks::meta_of(base));
   LockGuard guard(g_lock);
   for (const ChunkMeta* spare = g_spare_huge_meta; spare != nullptr; spare = spare->next)
-    if (spare->base == base) return spare->large_size;
+    if (spare->base == base) return usable(spare);
   return 0;
 }
 

@@ -23,6 +23,11 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
   err::fatal(where, fault, p);
 }
 
+// `p` points inside a live object of `size` usable bytes, not at its start.
+[[noreturn]] ROOST_SLOW void interior(const char* where, const void* p, size_t size) {
+  checks::fault(where, "invalid pointer (interior of an object)", p, size);
+}
+
 // A pointer whose lookup found no live object: a freed large object's start
 // (its first granule still maps to a large::is_freed() record), told as
 // `freed_start` with the object's size while its record tells it; inside
@@ -86,8 +91,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
   }
   switch (m->kind) {
     case ChunkKind::kSlab: {
-      if (!slab::is_object_start(m, p))
-        invalid(where, "invalid pointer (interior of an object)", p);
+      if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
       if (pool::is_unbound(a)) a = pool::bind();
@@ -104,8 +108,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
     }
     case ChunkKind::kLarge:
     case ChunkKind::kHuge:
-      if (reinterpret_cast<uintptr_t>(p) != m->base)
-        invalid(where, "invalid pointer (interior of an object)", p);
+      if (reinterpret_cast<uintptr_t>(p) != m->base) interior(where, p, large::usable(m));
       if constexpr (config::kGuardLarge) checks::large_intact(m, where);
       if (m->sample != nullptr) {
         bool small = profile::sampled_class(m) != sizeclass::kCount;
@@ -124,7 +127,7 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       return;
     case ChunkKind::kZeroSize:
       check_zero_size_step(p, where);
-      if (!zero_size::free(p)) invalid(where, checks::kDoubleFree, p);
+      if (!zero_size::free(p)) checks::fault(where, checks::kDoubleFree, p, 0);
       return;
     default:
       not_live(where, p, m, checks::kDoubleFree);
@@ -162,8 +165,7 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // own objects took the fast path, but for the checked build's interior
   // pointers, which is_object_start catches here.)
   if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a))) {
-    if (ROOST_UNLIKELY(!slab::is_object_start(m, p)))
-      invalid(where, "invalid pointer (interior of an object)", p);
+    if (ROOST_UNLIKELY(!slab::is_object_start(m, p))) interior(where, p, m->obj_size);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
       dealloc_through_port(p, m, a, where);
       return;
@@ -201,7 +203,7 @@ size_t usable_size(const void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup(p);
   if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
   if (m->kind == ChunkKind::kSlab) {
-    if (!slab::is_object_start(m, p)) invalid(where, "invalid pointer (interior of an object)", p);
+    if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
     return m->obj_size;
   }
   if (m->kind == ChunkKind::kZeroSize) {
@@ -210,8 +212,7 @@ size_t usable_size(const void* p, const char* where) {
   }
   if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
     not_live(where, p, m, "invalid pointer (a freed object)");
-  if (reinterpret_cast<uintptr_t>(p) != m->base)
-    invalid(where, "invalid pointer (interior of an object)", p);
+  if (reinterpret_cast<uintptr_t>(p) != m->base) interior(where, p, large::usable(m));
   return large::usable(m);
 }
 
