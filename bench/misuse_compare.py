@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/misuse_compare.py: the command that runs roost's misuse catalog in observe mode under
-glibc, roost, roost-secure and the peers' hardened builds and prints what each allocator did
+glibc, roost's three builds and the peers' hardened builds and prints what each allocator did
 with each misuse; the code is bench/suitelib/misuse_compare.py. It only reads the catalog: it
 must never change what the catalog expects of roost."""
 

@@ -1,10 +1,11 @@
 # cmake/install.cmake — what `cmake --install` puts under the prefix:
 # roost.h (and the counter list it includes), libroost.so (versioned
-# SONAME), libroost.a, libroost-prefixed.a, the secure build's
-# libroost-secure.so and .a, roost-run, the CMake package roost (targets
-# roost::roost, roost::prefixed, roost::shared, roost::secure,
-# roost::secure_shared) and the pkg-config files roost.pc,
-# roost-prefixed.pc and roost-secure.pc.
+# SONAME), libroost.a, libroost-prefixed.a, the secure and hardened
+# builds' libroost-secure.so and .a and libroost-hardened.so and .a,
+# roost-run, the CMake package roost (targets roost::roost,
+# roost::prefixed, roost::shared, roost::secure, roost::secure_shared,
+# roost::hardened, roost::hardened_shared) and the pkg-config files
+# roost.pc, roost-prefixed.pc, roost-secure.pc and roost-hardened.pc.
 #
 # Must never: write an absolute path of the build machine into what it
 # installs; the package and .pc files find the prefix from where they lie,
@@ -17,8 +18,11 @@ set_target_properties(roost_static PROPERTIES EXPORT_NAME roost)
 set_target_properties(roost_prefixed PROPERTIES EXPORT_NAME prefixed)
 set_target_properties(roost_secure PROPERTIES EXPORT_NAME secure_shared)
 set_target_properties(roost_secure_static PROPERTIES EXPORT_NAME secure)
+set_target_properties(roost_hardened PROPERTIES EXPORT_NAME hardened_shared)
+set_target_properties(roost_hardened_static PROPERTIES EXPORT_NAME hardened)
 
-install(TARGETS roost roost_static roost_prefixed roost_secure roost_secure_static roost_run
+install(TARGETS roost roost_static roost_prefixed roost_secure roost_secure_static roost_hardened
+                roost_hardened_static roost_run
         EXPORT roostTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -50,7 +54,7 @@ foreach(dir LIBDIR INCLUDEDIR)
     set(roost_pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
   endif()
 endforeach()
-foreach(pc roost roost-prefixed roost-secure)
+foreach(pc roost roost-prefixed roost-secure roost-hardened)
   configure_file(cmake/${pc}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()

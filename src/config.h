@@ -233,15 +233,26 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 #define ROOST_FREE_TAG 1
 #endif
 
-// The secure build (libroost-secure, -DROOST_SECURE=1) turns on every
-// hardening mechanism below; each has a switch of its own, so that its cost
-// can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the build's
-// default).  The default build keeps only the checks that cost its fast
-// paths nothing (see the table of faults in docs/SECURITY.md).
-#ifndef ROOST_SECURE
-#define ROOST_SECURE 0
+// Three levels (docs/SECURITY.md).  The default build keeps the checks
+// that cost its fast paths next to nothing.  The secure build
+// (libroost-secure, -DROOST_SECURE=1), the production level, turns on the
+// hardening mechanisms below but the three that cost most: the random
+// reuse order (SHUFFLE), the freed pattern (FILL) and the guard pages
+// after large objects (MAX_LARGE_GUARDS; their canaries stay).  The
+// hardened build
+// (libroost-hardened, -DROOST_HARDENED=1, which implies ROOST_SECURE)
+// turns on every one.  Each mechanism has a switch of its own, so that its
+// cost can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the
+// build's default).
+#ifndef ROOST_HARDENED
+#define ROOST_HARDENED 0
 #endif
+#ifndef ROOST_SECURE
+#define ROOST_SECURE ROOST_HARDENED
+#endif
+static_assert(ROOST_SECURE || !ROOST_HARDENED, "the hardened build is the secure build and more");
 inline constexpr bool kSecure = ROOST_SECURE != 0;
+inline constexpr bool kHardened = ROOST_HARDENED != 0;
 // A freed small object carries a mark (a word derived from a per-process
 // secret and its address) that the next free of it finds: a double free,
 // local or remote, before or after the object sat in a BatchIt cache or a
@@ -281,7 +292,7 @@ inline constexpr bool kCheckMessages = ROOST_SECURE_MESSAGES != 0;
 // that neither the next address nor `free(p); malloc(n) == p` can be relied
 // on.
 #ifndef ROOST_SECURE_SHUFFLE
-#define ROOST_SECURE_SHUFFLE ROOST_SECURE
+#define ROOST_SECURE_SHUFFLE ROOST_HARDENED
 #endif
 inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
 // Free-list links, and the inbox queue's links between messages, are
@@ -303,7 +314,7 @@ static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free m
 // the cost stays a few instructions whatever the size.  Needs the marks
 // (DOUBLE_FREE).
 #ifndef ROOST_SECURE_FILL
-#define ROOST_SECURE_FILL ROOST_SECURE
+#define ROOST_SECURE_FILL ROOST_HARDENED
 #endif
 inline constexpr bool kFillFreed = ROOST_SECURE_FILL != 0;
 static_assert(!kFillFreed || kDetectDoubleFree,
@@ -326,11 +337,12 @@ inline constexpr bool kZeroSizeFaults = ROOST_SECURE_ZERO_SIZE != 0;
 inline constexpr size_t kZeroSizeRangeBytes = size_t{64} << 20;
 inline constexpr size_t kZeroSizeMaxAlign = 4096;
 
-// Large and huge objects end at an inaccessible guard page (a store past
-// the page their last byte is in faults), and the bytes between the size
-// asked for and that page hold a canary that free and realloc check
-// (backend/large_guard.h): malloc_usable_size() says the size asked for.
-// Two mprotect calls per large object; no page of memory.
+// The bytes between a large or huge object's size asked for and its page
+// boundary hold a canary that free and realloc check (backend/large_guard.h):
+// malloc_usable_size() says the size asked for.  In the hardened build the
+// object also ends at an inaccessible guard page (a store past the page its
+// last byte is in faults): two mprotect calls per large object; no page of
+// memory.
 #ifndef ROOST_SECURE_LARGE_GUARD
 #define ROOST_SECURE_LARGE_GUARD ROOST_SECURE
 #endif
@@ -338,9 +350,15 @@ inline constexpr bool kGuardLarge = ROOST_SECURE_LARGE_GUARD != 0;
 // Each guard page splits a mapping in three, and the kernel caps a
 // process's mappings (vm.max_map_count, 65 530 by default): beyond this
 // many guarded objects at once, large objects get their canary only (0:
-// canaries only, no mprotect).
+// canaries only, no mprotect: the secure build's default, since the two
+// mprotect calls per large object cost a program that churns them a
+// quarter of its time).
 #ifndef ROOST_SECURE_MAX_LARGE_GUARDS
+#if ROOST_HARDENED
 #define ROOST_SECURE_MAX_LARGE_GUARDS 16384
+#else
+#define ROOST_SECURE_MAX_LARGE_GUARDS 0
+#endif
 #endif
 inline constexpr size_t kMaxLargeGuards = ROOST_SECURE_MAX_LARGE_GUARDS;
 

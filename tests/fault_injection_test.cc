@@ -6,8 +6,8 @@
 // its data, and allocation works again once the OS gives memory again.
 // Built against roost::prefixed_faults (the roost_* API, every tree, under
 // the sanitizers too: ROOST_TEST_PREFIXED) and roost::static_faults (malloc
-// and operator new, plain trees), and roost::prefixed_secure_faults (the
-// secure build, plain trees: ROOST_TEST_SECURE, where mprotect guards
+// and operator new, plain trees), and roost::prefixed_hardened_faults (the
+// hardened build, plain trees: ROOST_TEST_HARDENED, where mprotect guards
 // large objects).
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -250,8 +250,8 @@ TEST(FaultInjection, ARefusedUnmapLosesNothingButTheRange) {
   t_free(after);
 }
 
-#if defined(ROOST_TEST_SECURE)
-// The secure build's guard pages after large objects (mprotect): refused,
+#if defined(ROOST_TEST_HARDENED)
+// The hardened build's guard pages after large objects (mprotect): refused,
 // the object is handed out without one and works, grown and freed; a guard
 // the OS will not lift at free loses that chunk only; a zero-size
 // allocation whose range cannot be made inaccessible is a small object.

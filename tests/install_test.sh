@@ -3,10 +3,10 @@
 # finds it.  Installs BUILD_DIR into a prefix, moves the prefix (nothing
 # installed may point back at the build), then:
 #   - pkg-config: builds tests/install/probe.c against roost,
-#     roost-prefixed and roost-secure and runs each;
+#     roost-prefixed, roost-secure and roost-hardened and runs each;
 #   - find_package(roost): builds tests/install/ (roost::roost,
-#     roost::prefixed, roost::shared, roost::secure, roost::secure_shared)
-#     and runs each probe;
+#     roost::prefixed, roost::shared, roost::secure, roost::secure_shared,
+#     roost::hardened, roost::hardened_shared) and runs each probe;
 #   - the README's install recipe for a prefix off the loader's path
 #     (PKG_CONFIG_PATH, an rpath), run as the README writes it;
 #   - roost-run: --version, --help listing every option of src/options.def,
@@ -63,6 +63,10 @@ $cc -DPROBE_PREFIXED -o "$work/probe_pc_prefixed" "$src/tests/install/probe.c" \
 # shellcheck disable=SC2046
 $cc -o "$work/probe_pc_secure" "$src/tests/install/probe.c" $(pkg-config --cflags --libs roost-secure)
 LD_LIBRARY_PATH=$libdir "${emu[@]}" "$work/probe_pc_secure"
+# shellcheck disable=SC2046
+$cc -o "$work/probe_pc_hardened" "$src/tests/install/probe.c" \
+  $(pkg-config --cflags --libs roost-hardened)
+LD_LIBRARY_PATH=$libdir "${emu[@]}" "$work/probe_pc_hardened"
 [ "$(pkg-config --modversion roost)" = "$("${emu[@]}" "$prefix/bin/roost-run" --version | awk '{print $2}')" ]
 
 step "the README's recipe for a prefix off the loader's path"
@@ -95,7 +99,8 @@ else
 fi
 cmake -S "$src/tests/install" -B "$work/consumer" "${where[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null
-for p in probe_roost probe_prefixed probe_shared probe_secure probe_secure_shared; do
+for p in probe_roost probe_prefixed probe_shared probe_secure probe_secure_shared probe_hardened \
+  probe_hardened_shared; do
   "${emu[@]}" "$work/consumer/$p"
 done
 

@@ -1,6 +1,6 @@
 // The misuse catalog: heap bugs as a program makes them, each in a forked
-// child, against the build under test (ROOSTTEST_BUILD=default or secure;
-// the linked binaries set it at compile time).  Each case states which
+// child, against the build under test (ROOSTTEST_BUILD=default, secure or
+// hardened; the linked binaries set it at compile time).  Each case states which
 // builds must catch it; a build that must catch it has to stop the child
 // with SIGABRT after one line on stderr, "roost: <where>: <fault> 0x<addr>
 // ...", naming the fault the case expects and the address it is about.  A
@@ -10,8 +10,8 @@
 // With ROOSTTEST_BUILD=observe the cases only record what happened (for
 // comparing other allocators; see observe()).
 //
-// Also here: the secure build's reuse order (no address handed out again at
-// once, new slabs in random order), which are not faults.
+// Also here: the hardened build's reuse order (no address handed out again
+// at once, new slabs in random order), which are not faults.
 #include <alloca.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -41,16 +41,21 @@ namespace {
 #define ROOSTTEST_BUILD ""
 #endif
 
-// "default", "secure", or "" (not roost: every case is skipped).
+// "default", "secure", "hardened", "observe", or "" (not roost: every case
+// is skipped).
 std::string build_under_test() {
   const char* e = getenv("ROOSTTEST_BUILD");
   return e != nullptr ? e : ROOSTTEST_BUILD;
 }
 
-bool is_secure() { return build_under_test() == "secure"; }
+// The hardened build is the secure build and more: the secure build's
+// behaviour is checked in both.
+bool is_hardened() { return build_under_test() == "hardened"; }
+bool is_secure() { return build_under_test() == "secure" || is_hardened(); }
 
-// Which builds catch a case.
-enum class Caught { kBoth, kSecure };
+// Which builds catch a case: every one, the secure build (and the
+// hardened), or the hardened build only.
+enum class Caught { kAll, kSecure, kHardened };
 
 // Through volatile pointers: the compiler neither warns about nor reasons
 // about the misuse.
@@ -88,8 +93,8 @@ std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& 
     observe(misuse);
     return std::nullopt;
   }
-  if (build != "default" && build != "secure") {
-    [] { GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure"; }();
+  if (build != "default" && build != "secure" && build != "hardened") {
+    [] { GTEST_SKIP() << "ROOSTTEST_BUILD is not default, secure or hardened"; }();
     return std::nullopt;
   }
   if (!roost_active()) {
@@ -98,6 +103,10 @@ std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& 
   }
   if (caught == Caught::kSecure && build == "default") {
     [] { GTEST_SKIP() << "the default build is not meant to catch this (libroost-secure is)"; }();
+    return std::nullopt;
+  }
+  if (caught == Caught::kHardened && build != "hardened") {
+    [] { GTEST_SKIP() << "only the hardened build is meant to catch this (libroost-hardened)"; }();
     return std::nullopt;
   }
   return run_in_child(misuse, 30);
@@ -178,7 +187,7 @@ void free_on_another_thread(void* p) {
 // waits on the thread's free ring).
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
     for (int i = 0; i < 5000; i++) {
@@ -190,7 +199,7 @@ TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
 
 TEST(DoubleFree, AfterOtherAllocations) {
   void* p = g_malloc(64);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 100; i++) escape(g_malloc(200));
     g_free(p);
@@ -200,7 +209,7 @@ TEST(DoubleFree, AfterOtherAllocations) {
 TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
   void* p = g_malloc(64);
   void* q = g_malloc(64);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p, q] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p, q] {
     g_free(p);
     g_free(q);
     g_free(p);
@@ -209,7 +218,7 @@ TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
 
 TEST(DoubleFree, AfterTheAddressWasReused) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     allocate_until_handed_out(p, 48);
     g_free(p);  // the reused object's own free
@@ -219,7 +228,7 @@ TEST(DoubleFree, AfterTheAddressWasReused) {
 
 TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);
     free_on_another_thread(p);
   });
@@ -227,7 +236,7 @@ TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
 
 TEST(DoubleFree, RemoteThenByTheOwner) {
   void* p = g_malloc(96);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);
     for (int i = 0; i < 1000; i++) g_free(g_malloc(96));  // the owner takes its mail
     g_free(p);
@@ -239,7 +248,7 @@ TEST(DoubleFree, RemoteThenByTheOwner) {
 TEST(DoubleFree, WhileInABatchItCache) {
   void* p = g_malloc(80);
   void* q = g_malloc(80);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p, q] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p, q] {
     std::thread([p, q] {
       g_free(p);
       g_free(q);
@@ -258,7 +267,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service may carry the second free out, overwriting "
                     "the message's queue link, before it receives the message";
   void* p = g_malloc(16);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     free_on_another_thread(p);  // the thread's exit posts it
     g_free(p);
     for (int i = 0; i < 100000; i++) g_free(g_malloc(16));
@@ -267,7 +276,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
 
 TEST(DoubleFree, ZeroSizeAllocation) {
   void* p = g_malloc(g_zero);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -275,7 +284,7 @@ TEST(DoubleFree, ZeroSizeAllocation) {
 
 TEST(DoubleFree, LargeObject) {
   void* p = g_malloc(1 << 20);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -283,7 +292,7 @@ TEST(DoubleFree, LargeObject) {
 
 TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
   void* p = g_malloc(300000);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 8; i++) escape(g_malloc(700000));
     g_free(p);
@@ -293,7 +302,7 @@ TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
 TEST(DoubleFree, HugeObject) {
   void* p = g_malloc(size_t{3} << 29);  // 1.5 GiB: mapped alone
   ASSERT_NE(p, nullptr);
-  expect_caught_object(Caught::kBoth, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -306,13 +315,13 @@ TEST(InvalidFree, StackAddress) {
   alignas(64) char on_stack[256];
   memset(on_stack, 1, sizeof(on_stack));
   void* p = on_stack + 64;
-  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+  expect_caught(Caught::kAll, "invalid pointer \\(not allocated by roost\\)", p,
                 [p] { g_free(p); });
 }
 
 TEST(InvalidFree, GlobalAddress) {
   void* p = g_global + 256;
-  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+  expect_caught(Caught::kAll, "invalid pointer \\(not allocated by roost\\)", p,
                 [p] { g_free(p); });
 }
 
@@ -321,7 +330,7 @@ TEST(InvalidFree, AllocaAddress) {
   void* p = alloca(128);
   memset(p, 1, 128);
   escape(p);
-  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+  expect_caught(Caught::kAll, "invalid pointer \\(not allocated by roost\\)", p,
                 [p] { g_free(p); });
 }
 
@@ -329,19 +338,19 @@ TEST(InvalidFree, NearButOutsideALargeObject) {
   // 75 pages at the start of a 512 KiB chunk: past them, still in the chunk.
   char* p = static_cast<char*>(g_malloc(300000));
   void* past = p + 310000 - 310000 % 16;
-  expect_caught(Caught::kBoth, "invalid pointer \\([a-z ]*\\)", past, [past] { g_free(past); });
+  expect_caught(Caught::kAll, "invalid pointer \\([a-z ]*\\)", past, [past] { g_free(past); });
 }
 
 TEST(InvalidFree, FarOutsideTheHeap) {
   void* p = reinterpret_cast<void*>(uintptr_t{0x10000});
-  expect_caught(Caught::kBoth, "invalid pointer \\(not allocated by roost\\)", p,
+  expect_caught(Caught::kAll, "invalid pointer \\(not allocated by roost\\)", p,
                 [p] { g_free(p); });
 }
 
 TEST(InvalidFree, Unaligned) {
   char* p = static_cast<char*>(g_malloc(64));
   void* q = p + 1;
-  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", q,
+  expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", q,
                        malloc_usable_size(p), [q] { g_free(q); });
 }
 
@@ -363,9 +372,11 @@ char g_bytes[64] = {};
 
 }  // namespace
 
+// A byte past the link and the mark: only the hardened build's freed
+// pattern covers it.
 TEST(WriteAfterFree, OneByteThenMallocOfTheSameSize) {
   char* p = static_cast<char*>(g_malloc(64));
-  expect_caught(Caught::kSecure, "write to a freed object", p, [p] {
+  expect_caught(Caught::kHardened, "write to a freed object", p, [p] {
     g_free(p);
     p[40] = 1;
     allocate_until_handed_out(p, 64);
@@ -381,6 +392,9 @@ TEST(WriteAfterFree, WholeObjectByMemcpyThenMalloc) {
   });
 }
 
+// The link and the mark (the object's first 16 bytes) are the secure
+// build's; the rest the hardened build's pattern.
+//
 // The link alone: what a freed object's first word says is not followed.
 TEST(CorruptedFreeList, LinkOverwrittenThenMalloc) {
   char* p = static_cast<char*>(g_malloc(96));
@@ -466,9 +480,10 @@ Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept,
 
 // One of two `size`-byte neighbours writes `len` bytes at `offset` from its
 // start after the other was freed: with `overflow`, the first past its end
-// into the second; else the second before its start into the first.
-void expect_neighbour_caught(const std::string& fault, size_t size, long offset, size_t len,
-                             bool overflow) {
+// into the second; else the second before its start into the first.  The
+// builds `caught` names catch it.
+void expect_neighbour_caught(Caught caught, const std::string& fault, size_t size, long offset,
+                             size_t len, bool overflow) {
   // Found in the parent: the child inherits the heap, and with it the pair.
   std::vector<char*> keep;
   Neighbours n =
@@ -481,7 +496,7 @@ void expect_neighbour_caught(const std::string& fault, size_t size, long offset,
   // words (the link; the secure build's batch word in its last) the write
   // may reach: caught on receipt as a corrupted message.
   std::string caught_as = offload_on() ? "(" + fault + "|corrupted message)" : fault;
-  expect_caught(Caught::kSecure, caught_as, victim, [=] {
+  expect_caught(caught, caught_as, victim, [=] {
     g_free(victim);
     char bytes[64];
     for (size_t i = 0; i < len; i++) bytes[i] = static_cast<char>(~writer[offset + long(i)]);
@@ -529,29 +544,31 @@ TEST(Overflow, UpToEightBytesIntoAFreeNeighbourTheDefaultBuildRunsOn) {
 TEST(Overflow, OneByteByStoreIntoAFreeSmallNeighbour) {
   if (offload_on())
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
-  expect_neighbour_caught("corrupted free list", 48, 48, 1, true);
+  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 48, 48, 1, true);
 }
 
 TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught("write to a freed object", 48, 48, 32, true);
+  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 48, 48, 32, true);
 }
 
 TEST(Overflow, OneByteByStoreIntoAFreeMediumNeighbour) {
   if (offload_on())
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
-  expect_neighbour_caught("corrupted free list", 2048, 2048, 1, true);
+  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 2048, 2048, 1, true);
 }
 
 TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeMediumNeighbour) {
-  expect_neighbour_caught("write to a freed object", 2048, 2048, 32, true);
+  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 2048, 2048, 32, true);
 }
 
+// An underflow reaches the end of the neighbour before, where only the
+// hardened build's pattern lies.
 TEST(Underflow, OneByteByStoreIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught("write to a freed object", 64, -1, 1, false);
+  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, -1, 1, false);
 }
 
 TEST(Underflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught("write to a freed object", 64, -32, 32, false);
+  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, -32, 32, false);
 }
 
 // Overflows past a large object: the bytes between the size asked for and
@@ -566,12 +583,15 @@ constexpr size_t kLargeSize = 300000;
 // Exactly 80 pages: no slack, the guard page right after the last byte.
 constexpr size_t kPageExactSize = 80 * 4096;
 
-// ROOST_LARGE_GUARDS=0: the secure build's large objects have their canary
-// only.
+// ROOST_LARGE_GUARDS=0: the hardened build's large objects have their
+// canary only, as the secure build's have.
 bool large_guards_off() {
   const char* e = getenv("ROOST_LARGE_GUARDS");
   return e != nullptr && strcmp(e, "0") == 0;
 }
+
+// Do roost's large objects end at a guard page (the hardened build's)?
+bool guard_pages_on() { return is_hardened() && !large_guards_off(); }
 
 }  // namespace
 
@@ -607,7 +627,7 @@ TEST(Overflow, OneByteByStorePastALargeObjectThenRealloc) {
 TEST(Overflow, OneByteByStorePastAPageExactLargeObject) {
   if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
   auto* p = static_cast<char*>(g_malloc(kPageExactSize));
-  expect_access_faults(Caught::kSecure, [p] {
+  expect_access_faults(Caught::kHardened, [p] {
     static_cast<volatile char*>(p)[kPageExactSize] = 1;
     g_free(p);
   });
@@ -619,7 +639,7 @@ TEST(Overflow, OneByteByStorePastAHugeObject) {
   size_t size = size_t{3} << 29;  // 1.5 GiB: mapped alone
   auto* p = static_cast<char*>(g_malloc(size));
   ASSERT_NE(p, nullptr);
-  expect_access_faults(Caught::kSecure, [p, size] {
+  expect_access_faults(Caught::kHardened, [p, size] {
     static_cast<volatile char*>(p)[size] = 1;
     g_free(p);
   });
@@ -676,7 +696,7 @@ TEST(DeleteMismatch, DeleteOfAnArrayFromNewArray) {
   WithDestructor* p = array;
   // The allocation starts at the count, 8 bytes before the first element.
   size_t size = malloc_usable_size(reinterpret_cast<char*>(p) - 8);
-  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", p, size, [p] {
+  expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", p, size, [p] {
     WithDestructor* volatile q = p;
     delete q;
   });
@@ -693,7 +713,7 @@ TEST(DeleteMismatch, DeleteArrayOfAnObjectFromNew) {
   ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
   auto* object = reinterpret_cast<WithDestructor*>(n.second);
   void* passed = n.second - 8;
-  expect_caught_object(Caught::kBoth, "invalid pointer \\(interior of an object\\)", passed,
+  expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", passed,
                        malloc_usable_size(n.first), [n, object] {
                          size_t one = 1;
                          memcpy(n.second - 8, &one,
@@ -732,8 +752,8 @@ TEST(SizeMismatch, FreeAlignedSizedWithTheWrongAlignment) {
 
 // The right sizes pass, whatever the build.
 TEST(SizeMismatch, RightSizesAreAccepted) {
-  if (build_under_test() != "default" && build_under_test() != "secure")
-    GTEST_SKIP() << "ROOSTTEST_BUILD is neither default nor secure";
+  if (build_under_test() != "default" && !is_secure())
+    GTEST_SKIP() << "ROOSTTEST_BUILD is not default, secure or hardened";
   ASSERT_NE(&free_sized, nullptr) << "free_sized is not provided";
   ASSERT_NE(&free_aligned_sized, nullptr) << "free_aligned_sized is not provided";
   for (size_t size : {size_t{0}, size_t{1}, size_t{16}, size_t{48}, size_t{100}, size_t{1000},
@@ -797,7 +817,7 @@ namespace {
 
 // In a child: `p` (`size` bytes asked for, page-rounded up to the guard
 // page) is written up to its end; a store one page further out faults
-// (under ROOST_LARGE_GUARDS=0 it does not, and the child exits).
+// (without guard pages it does not, and the child exits).
 void expect_guard_after(char* p, size_t size) {
   ChildResult r = run_in_child(
       [p, size] {
@@ -806,7 +826,7 @@ void expect_guard_after(char* p, size_t size) {
         static_cast<volatile char*>(p)[end] = 1;
       },
       30);
-  if (large_guards_off()) {
+  if (!guard_pages_on()) {
     EXPECT_TRUE(r.exited) << r.describe();
     return;
   }
@@ -862,7 +882,7 @@ TEST(SecureLarge, AlignedObjectsAreGuardedToo) {
 // lands in its own chunk), and the first still has one.
 TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
   if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
-  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  if (!guard_pages_on()) GTEST_SKIP() << "no guard pages (the secure build, ROOST_LARGE_GUARDS=0)";
   constexpr size_t kCap = 16384;
   for (size_t i = 0; i < kCap + 100; i++) {
     void* p = g_malloc(kLargeSize);
@@ -884,10 +904,10 @@ TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
   for (char* p : live) g_free(p);
 }
 
-// ---- the secure build's reuse order -----------------------------------------
+// ---- the hardened build's reuse order ---------------------------------------
 
-TEST(SecureReuse, FreeThenMallocDoesNotReturnTheSameObject) {
-  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+TEST(HardenedReuse, FreeThenMallocDoesNotReturnTheSameObject) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
   for (size_t size : {16, 48, 256, 4096}) {
     int same = 0;
     for (int i = 0; i < 1000; i++) {
@@ -901,8 +921,8 @@ TEST(SecureReuse, FreeThenMallocDoesNotReturnTheSameObject) {
   }
 }
 
-TEST(SecureReuse, NewSlabsHandOutObjectsOutOfOrder) {
-  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
   // Fresh objects of an odd class: in the default build each follows the
   // last by the class size.
   std::vector<char*> objects;

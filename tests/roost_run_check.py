@@ -13,6 +13,7 @@ Checks:
     (and of what it execs), not those of the processes it starts;
   - `--option NAME=VALUE` with an unknown NAME says "did you mean" when an
     option is within two edits, written as NAME was;
+  - `--secure` and `--hardened` preload their level's library;
   - ROOST_VERBOSE's line of an unset path option says "(unset)".
 Exits 1 with every failure listed.
 """
@@ -94,6 +95,19 @@ def main():
         r = run([rr, "--option", given, probe, "alloc"])
         check(r.returncode == 2 and r.stderr.splitlines()[:1] == ["roost-run: " + said],
               f"--option {given}", r.stderr)
+
+    # Each level's library: the program sees it (alone) in LD_PRELOAD, and
+    # runs on it.
+    for flag, stem in (("", "libroost.so."), ("--secure", "libroost-secure.so."),
+                       ("--hardened", "libroost-hardened.so.")):
+        r = run([rr] + ([flag] if flag else []) + ["--stats=json", "--", "sh", "-c",
+                                                  f'echo "$LD_PRELOAD"; exec "{probe}" alloc'])
+        preload = r.stdout.splitlines()[:1]
+        check(r.returncode == 0 and len(preload) == 1 and
+              os.path.basename(preload[0]).startswith(stem) and ":" not in preload[0],
+              f"roost-run {flag or '(no level)'}: LD_PRELOAD is {stem}*", r.stdout + r.stderr)
+        check(r.stderr.count('"allocations"') >= 1, f"roost-run {flag}: the program ran on it",
+              r.stderr[:300])
 
     # An unset path option in the verbose print.
     r = run([rr, "--verbose", probe, "alloc"])

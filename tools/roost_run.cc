@@ -1,7 +1,7 @@
 // tools/roost_run.cc — roost-run, the launcher: runs a program with roost
 // preloaded and its options set.
 //
-//   roost-run [--secure] [--stats[=text|json]] [--no-children]
+//   roost-run [--secure | --hardened] [--stats[=text|json]] [--no-children]
 //             [--profile[=path]] [--verbose] [--option NAME=VALUE]...
 //             [--] program [args...]
 //
@@ -63,14 +63,15 @@ void print_wrapped(FILE* to, const char* text, int indent, int width) {
 
 void usage(FILE* to) {
   fprintf(to,
-          "usage: roost-run [--secure] [--stats[=text|json]] [--no-children]\n"
+          "usage: roost-run [--secure | --hardened] [--stats[=text|json]] [--no-children]\n"
           "                 [--profile[=path]] [--verbose] [--option NAME=VALUE]...\n"
           "                 [--] program [args...]\n"
           "       roost-run --help | --version\n"
           "\n"
           "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
           "\n"
-          "  --secure             preload the hardened library, libroost-secure\n"
+          "  --secure             preload the production hardening level, libroost-secure\n"
+          "  --hardened           preload the maximal hardening level, libroost-hardened\n"
           "  --stats              print roost's counters to stderr at exit (ROOST_STATS=1),\n"
           "                       in every process that inherits the environment, each\n"
           "                       report headed by its pid, program and time\n"
@@ -111,8 +112,8 @@ std::string own_folder() {
   return path;
 }
 
-// The library named `stem` (libroost or libroost-secure): beside roost-run
-// (a build tree), else in the install's library folder.
+// The library named `stem` (libroost, libroost-secure or libroost-hardened):
+// beside roost-run (a build tree), else in the install's library folder.
 std::string find_library(const char* stem) {
   std::string file = std::string(stem) + ".so." + ROOST_STR(ROOST_VERSION_MAJOR);
   std::string here = own_folder();
@@ -126,8 +127,9 @@ std::string find_library(const char* stem) {
   }
   fprintf(stderr, "roost-run: %s is neither beside roost-run (%s) nor in %s/../%s\n", file.c_str(),
           here.c_str(), here.c_str(), ROOST_RUN_LIBDIR);
-  if (strcmp(stem, "libroost-secure") == 0)
-    fprintf(stderr, "roost-run: this build of roost has no secure library\n");
+  if (strcmp(stem, "libroost") != 0)
+    fprintf(stderr, "roost-run: this build of roost has no %s library\n",
+            stem + strlen("libroost-"));
   exit(2);
 }
 
@@ -169,7 +171,7 @@ void set_variable(const char* variable, const std::string& value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool secure = false;
+  const char* library = "libroost";
   int i = 1;
   for (; i < argc; i++) {
     std::string arg = argv[i];
@@ -185,7 +187,9 @@ int main(int argc, char** argv) {
       printf("roost-run %s\n", kVersion);
       return 0;
     } else if (arg == "--secure") {
-      secure = true;
+      library = "libroost-secure";
+    } else if (arg == "--hardened") {
+      library = "libroost-hardened";
     } else if (arg == "--stats") {
       bool form = i + 1 < argc && is_report_form(argv[i + 1]);
       set_variable("ROOST_STATS", form ? argv[++i] : "1");
@@ -220,7 +224,7 @@ int main(int argc, char** argv) {
   }
   if (i >= argc) fail("no program to run");
 
-  std::string preload = find_library(secure ? "libroost-secure" : "libroost");
+  std::string preload = find_library(library);
   if (const char* old = getenv("LD_PRELOAD"); old != nullptr && *old != '\0')
     preload += std::string(":") + old;
   set_variable("LD_PRELOAD", preload);

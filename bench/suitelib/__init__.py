@@ -30,6 +30,6 @@ One concern per module:
                    intervals (command: bench/paired.py)
     ulimit_floor.py  the smallest `ulimit -v` under which a command runs, per allocator
                    (command: bench/ulimit_floor.py)
-    misuse_compare.py  roost's misuse catalog in observe mode under glibc, roost, roost-secure
-                   and the peers' hardened builds (command: bench/misuse_compare.py)
+    misuse_compare.py  roost's misuse catalog in observe mode under glibc, roost's three
+                   builds and the peers' hardened builds (command: bench/misuse_compare.py)
 """

@@ -20,6 +20,8 @@ VARIANTS = {
                         "libroost.so with ROOST_BATCHIT=0 (remote frees not batched)"),
     "roost-secure": ("libroost-secure.so", {},
                      "the secure build, libroost-secure.so (ROOST_SECURE=1)"),
+    "roost-hardened": ("libroost-hardened.so", {},
+                       "the hardened build, libroost-hardened.so (ROOST_HARDENED=1)"),
     "roost-noreserve": ("libroost.so", {"ROOST_SLAB_RESERVE": "0"},
                         "libroost.so with ROOST_SLAB_RESERVE=0 (no per-thread cache of "
                         "empty slabs)"),

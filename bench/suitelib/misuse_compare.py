@@ -53,12 +53,13 @@ from . import allocators, peers
 from .common import REPO, last_lines, log, parse_list, rel
 from .measure import run_env
 
-DEFAULT_ALLOCATORS = ["glibc", "roost", "roost-secure", "snmalloc", "snmalloc-checks",
+DEFAULT_ALLOCATORS = ["glibc", "roost", "roost-secure", "roost-hardened", "snmalloc",
+                      "snmalloc-checks",
                       "mimalloc-v2", "mimalloc-v2-secure", "mimalloc-v3-secure", "scudo",
                       "hardened_malloc"]
 CATALOG = os.path.join("tests", "roost_misuse_catalog")   # in the build directory
 CATALOG_SOURCE = os.path.join(REPO, "tests", "misuse_catalog_test.cc")
-TARGETS = ["roost_misuse_catalog", "roost", "roost_secure"]
+TARGETS = ["roost_misuse_catalog", "roost", "roost_secure", "roost_hardened"]
 MESSAGE_WIDTH = 80
 
 # The kinds, in the order the counts table shows them.
@@ -419,7 +420,7 @@ def report_markdown(allocs, cases, table, notes, runs, command, build_problem, e
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Runs roost's misuse catalog (tests/misuse_catalog_test.cc) in observe mode "
-                    "under glibc, roost, roost-secure, the peers' hardened builds, scudo and "
+                    "under glibc, roost's three builds, the peers' hardened builds, scudo and "
                     "hardened_malloc, and prints what each allocator did with each misuse as "
                     "Markdown tables.",
         epilog=__doc__[__doc__.index("An outcome is one of"):],
@@ -438,7 +439,7 @@ def main(argv=None):
                     help="a gtest filter, e.g. 'DoubleFree.*' (default: every case)")
     ap.add_argument("--out", help="also write the Markdown report to this file")
     ap.add_argument("--build-dir", default=os.path.join(REPO, "build", "release"),
-                    help="the roost build with the catalog, libroost.so and libroost-secure.so "
+                    help="the roost build with the catalog and roost's three libraries "
                          "(default: build/release)")
     ap.add_argument("--peers-dir", default=os.path.join(REPO, "build", "peers"),
                     help="where peers.py builds the peers (default: build/peers)")
@@ -516,7 +517,7 @@ def main(argv=None):
         log(f"misuse_compare: {a.name}: caught {caught} ({opts.runs} run(s), "
             f"{time.monotonic() - t:.1f} s)")
 
-    # A case every allocator skipped (SecureReuse.*, the right sizes) is not a misuse case.
+    # A case every allocator skipped (HardenedReuse.*, the right sizes) is not a misuse case.
     def skipped_everywhere(case):
         return table and all(table[n][case][0] == NA and table[n][case][3] and
                              all(w.startswith("skipped:") for w in table[n][case][3])

@@ -57,7 +57,7 @@ struct alignas(64) ChunkMeta {
   union {
     SlabState state;      // slab: see SlabState
     uint8_t dirty_epoch;  // dirty: the backend's epoch when it was released
-    bool guarded;         // large, huge (secure build): its guard page is in place
+    bool guarded;         // large, huge (hardened build): its guard page is in place
   };
   uintptr_t base;  // first byte of the chunk
   union {

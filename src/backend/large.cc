@@ -69,8 +69,8 @@ void note_dirty(ChunkMeta* m, size_t usable) {
   if (pages > m->dirty_pages) m->dirty_pages = pages;
 }
 
-// The secure build's guard page after an object's usable bytes (none in
-// the default build): one of the OS's pages.
+// The secure and hardened builds' guard page after an object's usable bytes
+// (none in the default build): one of the OS's pages.
 size_t guard_bytes() { return guard_for(os::page_size()); }
 
 ChunkMeta* alloc_huge(size_t usable, size_t align) {
@@ -144,7 +144,7 @@ uint64_t canary_key(const ChunkMeta* m) { return free_mark::g_secret ^ m->base; 
 std::atomic<size_t> g_guards{0};
 
 bool place_guard(uintptr_t end) {
-  if (options::get(options::kLargeGuards) == 0) return false;
+  if (config::kMaxLargeGuards == 0 || options::get(options::kLargeGuards) == 0) return false;
   if (g_guards.fetch_add(1, std::memory_order_relaxed) < config::kMaxLargeGuards &&
       large_guard::place(end))
     return true;

@@ -26,12 +26,12 @@ namespace roost::large {
 // The arithmetic of a large object's pages, for the OS's page of `page`
 // bytes (os::page_size(): 4, 16 or 64 KiB; the unit tests try each).  Its
 // bytes are whole pages, and its chunk (or a huge object's mapping) starts
-// on a granule, so its end, where the secure build's guard page goes and
+// on a granule, so its end, where the hardened build's guard page goes and
 // where an in-place shrink gives the tail back, is page-aligned as
 // mprotect, munmap and madvise require.
 constexpr size_t usable_for(size_t size, size_t page) { return bits::align_up(size, page); }
-// The guard page after those bytes: one page in the secure build, none in
-// the default build.
+// The guard page after those bytes: one page in the secure and hardened
+// builds (made inaccessible in the hardened one), none in the default build.
 constexpr size_t guard_for(size_t page) { return config::kGuardLarge ? page : 0; }
 // The address space an object of `usable` bytes followed by `guard` bytes
 // and aligned to `align` takes: both, or the alignment where that is more

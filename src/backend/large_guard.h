@@ -1,7 +1,7 @@
-// backend/large_guard.h — what the secure build puts after a large or huge
-// object (config::kGuardLarge): an inaccessible guard page right after its
-// page-rounded usable bytes, and a canary in the slack between the size
-// asked for and that page.
+// backend/large_guard.h — what the secure and hardened builds put after a
+// large or huge object (config::kGuardLarge): a canary in the slack between
+// the size asked for and the page boundary, and (the hardened build) an
+// inaccessible guard page right after its page-rounded usable bytes.
 //
 // A store past the page the object ends in faults at once; one into the
 // slack is found when the object is freed or resized (the caller names it

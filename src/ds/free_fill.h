@@ -1,5 +1,5 @@
 // ds/free_fill.h — the pattern a freed small object's bytes hold in the
-// secure build (config::kFillFreed).
+// hardened build (config::kFillFreed).
 //
 // From its free (or its carve) until it is handed out again, an object's
 // bytes past its link and free mark, up to config::kFillMaxBytes of them,

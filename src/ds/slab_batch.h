@@ -103,7 +103,7 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
 
 // Links the batch's tail (objects of `obj_size` bytes) to `rest` and
 // returns its head: the batch spliced in front of the list `rest`.  The
-// secure build's tail gets the freed pattern back where its batch word was.
+// hardened build's tail gets the freed pattern back where its batch word was.
 ROOST_INLINE FreeObject* splice(const Batch& b, FreeObject* rest, uint32_t obj_size) {
   if constexpr (config::kDetectDoubleFree && config::kFillFreed)
     free_fill::restore_last_word(b.tail, obj_size);

@@ -20,7 +20,7 @@
 //            frees it first or second, after churn, kept allocations, frees
 //            of its neighbours, a helper's exit), and huge ones;
 //   default  only what it catches by design (tests/misuse_catalog_test.cc's
-//            Caught::kBoth cases): large and huge double frees, and
+//            Caught::kAll cases): large and huge double frees, and
 //            free(p); free(p) at once followed by allocations of p's size
 //            class, in a thread whose allocator is fresh (a new thread in
 //            the child: the parent never lets a thread exit, so the pool has
