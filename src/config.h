@@ -239,11 +239,10 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 // hardening mechanisms below but the three that cost most: the random
 // reuse order (SHUFFLE), the freed pattern (FILL) and the guard pages
 // after large objects (MAX_LARGE_GUARDS; their canaries stay).  The
-// hardened build
-// (libroost-hardened, -DROOST_HARDENED=1, which implies ROOST_SECURE)
-// turns on every one.  Each mechanism has a switch of its own, so that its
-// cost can be measured alone (-DROOST_SECURE_<NAME>=0 or 1 overrides the
-// build's default).
+// hardened build (libroost-hardened, -DROOST_HARDENED=1, which implies
+// ROOST_SECURE) turns on every one.  Each mechanism has a switch of its
+// own, so that its cost can be measured alone (-DROOST_SECURE_<NAME>=0 or
+// 1 overrides the build's default).
 #ifndef ROOST_HARDENED
 #define ROOST_HARDENED 0
 #endif
@@ -252,7 +251,6 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 #endif
 static_assert(ROOST_SECURE || !ROOST_HARDENED, "the hardened build is the secure build and more");
 inline constexpr bool kSecure = ROOST_SECURE != 0;
-inline constexpr bool kHardened = ROOST_HARDENED != 0;
 // A freed small object carries a mark (a word derived from a per-process
 // secret and its address) that the next free of it finds: a double free,
 // local or remote, before or after the object sat in a BatchIt cache or a

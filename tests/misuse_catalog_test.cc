@@ -397,6 +397,9 @@ TEST(WriteAfterFree, WholeObjectByMemcpyThenMalloc) {
 //
 // The link alone: what a freed object's first word says is not followed.
 TEST(CorruptedFreeList, LinkOverwrittenThenMalloc) {
+  if (offload_on())
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the free waits on the free ring, and the service may "
+                    "write the link after the overwrite";
   char* p = static_cast<char*>(g_malloc(96));
   expect_caught(Caught::kSecure, "corrupted free list", p, [p] {
     g_free(p);
