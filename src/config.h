@@ -322,6 +322,34 @@ static_assert(!kFillFreed || kDetectDoubleFree,
 #endif
 inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
 
+// The hardened build fills the pattern into a freed object's last 16 bytes
+// too (where an underflow from the object after it lands), and zeroes the
+// bytes between (ds/free_fill.h): nothing a program stored in an object
+// outlives its free.  Needs FILL.
+#ifndef ROOST_SECURE_ZERO_ON_FREE
+#define ROOST_SECURE_ZERO_ON_FREE ROOST_HARDENED
+#endif
+inline constexpr bool kZeroOnFree = ROOST_SECURE_ZERO_ON_FREE != 0;
+static_assert(!kZeroOnFree || kFillFreed, "zero on free is the freed pattern's complement");
+
+// Small objects carry a canary after the size asked for
+// (ds/slack_canary.h): each takes the class of its size plus a canary
+// word, whose last word encodes the size asked for; the slack between
+// holds a canary byte (its first 8 bytes: where a write that runs on past
+// the object's end lands first).  Free, realloc,
+// malloc_usable_size and sized frees check it: an overflow past the end
+// of a live object (into its slack, or on into its neighbour) is caught
+// at its free, an underflow into the object before at that one's.
+// malloc_usable_size() says the size asked for.  Needs the marks
+// (DOUBLE_FREE: a canary word is never a mark).
+#ifndef ROOST_SECURE_SLACK_CANARY
+#define ROOST_SECURE_SLACK_CANARY ROOST_HARDENED
+#endif
+inline constexpr bool kSlackCanaries = ROOST_SECURE_SLACK_CANARY != 0;
+static_assert(!kSlackCanaries || kDetectDoubleFree, "a canary word is told from a free mark");
+// What the canary adds to a size asked for (0 where there are none).
+inline constexpr size_t kSlackCanaryBytes = kSlackCanaries ? 8 : 0;
+
 // malloc(0) and the other zero-size allocations (alignments up to
 // kZeroSizeMaxAlign) return addresses in one inaccessible range
 // (backend/zero_size.h): a read or write through one faults at once.  No

@@ -72,6 +72,30 @@ std::string hex(const void* p) {
   return buf;
 }
 
+// roost's smallest size class of at least `bytes` (up to its largest small
+// class, 256 KiB): 16, 32, 48, 64, then four classes per doubling.
+constexpr size_t kMaxSmallClass = 256 * 1024;
+size_t roost_class(size_t bytes) {
+  if (bytes <= 64) return (bytes + 15) / 16 * 16;
+  size_t step = (size_t{1} << (63 - __builtin_clzl(bytes - 1))) / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+// The slot an object of `asked` bytes takes: the hardened build's small
+// objects take the class of their size and a canary word.
+size_t slot_of(size_t asked) {
+  return is_hardened() && asked + 8 <= kMaxSmallClass ? roost_class(asked + 8) : roost_class(asked);
+}
+
+// The size class a diagnostic names for the live object `p`: its usable
+// size (the hardened build's small objects: the size asked for, so their
+// class is that of their size and the canary word; a zero-size one: 0).
+size_t class_size(void* p) {
+  size_t usable = malloc_usable_size(p);
+  bool canary = is_hardened() && usable != 0 && usable + 8 <= kMaxSmallClass;
+  return canary ? roost_class(usable + 8) : usable;
+}
+
 // ROOSTTEST_BUILD=observe: another allocator (preloaded) meets the same
 // misuse; each case records what became of the child as the test's
 // property "outcome" and skips (bench/misuse_compare.py reads them).
@@ -187,7 +211,7 @@ void free_on_another_thread(void* p) {
 // waits on the thread's free ring).
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     g_free(p);
     for (int i = 0; i < 5000; i++) {
@@ -199,7 +223,7 @@ TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
 
 TEST(DoubleFree, AfterOtherAllocations) {
   void* p = g_malloc(64);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 100; i++) escape(g_malloc(200));
     g_free(p);
@@ -209,7 +233,7 @@ TEST(DoubleFree, AfterOtherAllocations) {
 TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
   void* p = g_malloc(64);
   void* q = g_malloc(64);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p, q] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p, q] {
     g_free(p);
     g_free(q);
     g_free(p);
@@ -218,7 +242,7 @@ TEST(DoubleFree, InterleavedWithAnotherObjectsFree) {
 
 TEST(DoubleFree, AfterTheAddressWasReused) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     allocate_until_handed_out(p, 48);
     g_free(p);  // the reused object's own free
@@ -228,7 +252,7 @@ TEST(DoubleFree, AfterTheAddressWasReused) {
 
 TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
   void* p = g_malloc(48);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     free_on_another_thread(p);
     free_on_another_thread(p);
   });
@@ -236,7 +260,7 @@ TEST(DoubleFree, RemoteSecondFreeOnAnotherThread) {
 
 TEST(DoubleFree, RemoteThenByTheOwner) {
   void* p = g_malloc(96);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     free_on_another_thread(p);
     for (int i = 0; i < 1000; i++) g_free(g_malloc(96));  // the owner takes its mail
     g_free(p);
@@ -248,7 +272,7 @@ TEST(DoubleFree, RemoteThenByTheOwner) {
 TEST(DoubleFree, WhileInABatchItCache) {
   void* p = g_malloc(80);
   void* q = g_malloc(80);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p, q] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p, q] {
     std::thread([p, q] {
       g_free(p);
       g_free(q);
@@ -267,7 +291,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service may carry the second free out, overwriting "
                     "the message's queue link, before it receives the message";
   void* p = g_malloc(16);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     free_on_another_thread(p);  // the thread's exit posts it
     g_free(p);
     for (int i = 0; i < 100000; i++) g_free(g_malloc(16));
@@ -276,7 +300,7 @@ TEST(DoubleFree, SixteenByteObjectSentHome) {
 
 TEST(DoubleFree, ZeroSizeAllocation) {
   void* p = g_malloc(g_zero);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -284,7 +308,7 @@ TEST(DoubleFree, ZeroSizeAllocation) {
 
 TEST(DoubleFree, LargeObject) {
   void* p = g_malloc(1 << 20);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -292,7 +316,7 @@ TEST(DoubleFree, LargeObject) {
 
 TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
   void* p = g_malloc(300000);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     for (int i = 0; i < 8; i++) escape(g_malloc(700000));
     g_free(p);
@@ -302,7 +326,7 @@ TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
 TEST(DoubleFree, HugeObject) {
   void* p = g_malloc(size_t{3} << 29);  // 1.5 GiB: mapped alone
   ASSERT_NE(p, nullptr);
-  expect_caught_object(Caught::kAll, "double free", p, malloc_usable_size(p), [p] {
+  expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
     g_free(p);
   });
@@ -351,7 +375,7 @@ TEST(InvalidFree, Unaligned) {
   char* p = static_cast<char*>(g_malloc(64));
   void* q = p + 1;
   expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", q,
-                       malloc_usable_size(p), [q] { g_free(q); });
+                       class_size(p), [q] { g_free(q); });
 }
 
 // The default build's free fast path checks alignment, not the exact
@@ -360,7 +384,7 @@ TEST(InvalidFree, InteriorAligned) {
   char* p = static_cast<char*>(g_malloc(64));
   void* q = p + 16;
   expect_caught_object(Caught::kSecure, "invalid pointer \\(interior of an object\\)", q,
-                       malloc_usable_size(p), [q] { g_free(q); });
+                       class_size(p), [q] { g_free(q); });
 }
 
 // ---- writes into freed objects: after free, and overflows ---------------------
@@ -446,23 +470,23 @@ TEST(CorruptedMessage, LinkForgedToAnotherFreedObjectWhileInItsOwnersInbox) {
 }
 
 // Overflows and underflows into a free neighbour, caught when the
-// neighbour is handed out (an overflow into a live neighbour, or into the
-// slack of the object's own size class, is not caught yet).  Each names
-// the neighbour.
+// neighbour is handed out; and (the hardened build's canaries) into the
+// slack after a live object or on into a live neighbour, caught at the
+// free of the object whose canary they reach.  Each names that object.
 namespace {
 
-// Two objects of `size` bytes, `second` right after `first`.
+// Two objects `stride` bytes apart, `second` right after `first`.
 struct Neighbours {
   char* first;
   char* second;
 };
 
-// Allocates objects with `make` into *kept until two lie `size` bytes
-// apart, and returns them ({nullptr} if 4096 do not).  Not across a 64 KiB
-// boundary: in roost the two then lie in one slab (slabs of these classes
-// are 64 KiB, aligned).  *kept is reserved first, in a bigger class, so
-// that nothing else lands among the objects.
-Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept,
+// Allocates objects with `make` into *kept until two lie `stride` bytes
+// apart (slot_of() the size made), and returns them ({nullptr} if 4096 do
+// not).  Not across a 64 KiB boundary: in roost the two then lie in one
+// slab (slabs of these classes are 64 KiB, aligned).  *kept is reserved
+// first, in a bigger class, so that nothing else lands among the objects.
+Neighbours allocate_neighbours(size_t stride, std::vector<char*>* kept,
                                const std::function<char*()>& make) {
   constexpr size_t kMany = 4096;
   kept->reserve(kMany);
@@ -471,7 +495,7 @@ Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept,
     for (char* q : *kept) {
       char* second = std::max(p, q);
       bool same_64k = (reinterpret_cast<uintptr_t>(second) & 0xffff) != 0;
-      if (std::min(p, q) + size == second && same_64k) {
+      if (std::min(p, q) + stride == second && same_64k) {
         kept->push_back(p);
         return Neighbours{std::min(p, q), second};
       }
@@ -481,19 +505,34 @@ Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept,
   return Neighbours{nullptr, nullptr};
 }
 
-// One of two `size`-byte neighbours writes `len` bytes at `offset` from its
-// start after the other was freed: with `overflow`, the first past its end
-// into the second; else the second before its start into the first.  The
-// builds `caught` names catch it.
-void expect_neighbour_caught(Caught caught, const std::string& fault, size_t size, long offset,
-                             size_t len, bool overflow) {
+Neighbours allocate_neighbours(size_t size, std::vector<char*>* kept) {
+  return allocate_neighbours(slot_of(size), kept,
+                             [size] { return static_cast<char*>(g_malloc(size)); });
+}
+
+// `len` bytes, each the complement of the byte it replaces, written at
+// `at`: with one byte by a store, else by memcpy.
+void overwrite(char* at, size_t len) {
+  char bytes[64];
+  for (size_t i = 0; i < len; i++) bytes[i] = static_cast<char>(~at[i]);
+  if (len == 1)
+    at[0] = bytes[0];
+  else
+    memcpy(at, bytes, len);
+}
+
+// Of two `size`-byte neighbours, one is freed, then the other writes `len`
+// bytes into it: with `overflow`, the first from the second's start on;
+// else the second just before its own start, into the end of the first.
+// The builds `caught` names catch it.
+void expect_neighbour_caught(Caught caught, const std::string& fault, size_t size, size_t len,
+                             bool overflow) {
   // Found in the parent: the child inherits the heap, and with it the pair.
   std::vector<char*> keep;
-  Neighbours n =
-      allocate_neighbours(size, &keep, [size] { return static_cast<char*>(g_malloc(size)); });
+  Neighbours n = allocate_neighbours(size, &keep);
   ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
   char* victim = overflow ? n.second : n.first;
-  char* writer = overflow ? n.first : n.second;
+  char* at = overflow ? n.second : n.second - len;
   // Under ROOST_OFFLOAD=1 the service carries out the free, and a victim
   // of an allocator other than the service's goes home as a message, whose
   // words (the link; the secure build's batch word in its last) the write
@@ -501,13 +540,24 @@ void expect_neighbour_caught(Caught caught, const std::string& fault, size_t siz
   std::string caught_as = offload_on() ? "(" + fault + "|corrupted message)" : fault;
   expect_caught(caught, caught_as, victim, [=] {
     g_free(victim);
-    char bytes[64];
-    for (size_t i = 0; i < len; i++) bytes[i] = static_cast<char>(~writer[offset + long(i)]);
-    if (len == 1)
-      writer[offset] = bytes[0];
-    else
-      memcpy(writer + offset, bytes, len);
+    overwrite(at, len);
     allocate_until_handed_out(victim, size);
+  });
+  for (void* p : keep) g_free(p);
+}
+
+// Of two live `size`-byte neighbours, the first writes `len` bytes from its
+// end on (`overflow`: into its slack, and past it into the second), or the
+// second `len` bytes before its start (into the end of the first).  The
+// hardened build catches it at the first's free, naming the first.
+void expect_live_neighbour_caught(size_t size, size_t len, bool overflow) {
+  std::vector<char*> keep;
+  Neighbours n = allocate_neighbours(size, &keep);
+  ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
+  char* at = overflow ? n.first + size : n.second - len;
+  expect_caught_object(Caught::kHardened, "buffer overflow", n.first, slot_of(size), [=] {
+    overwrite(at, len);
+    g_free(n.first);
   });
   for (void* p : keep) g_free(p);
 }
@@ -525,7 +575,7 @@ TEST(Overflow, UpToEightBytesIntoAFreeNeighbourTheDefaultBuildRunsOn) {
     GTEST_SKIP() << "the default build's behaviour (the secure build catches these below)";
   for (size_t len : {size_t{1}, size_t{8}}) {
     std::vector<char*> keep;
-    Neighbours n = allocate_neighbours(48, &keep, [] { return static_cast<char*>(g_malloc(48)); });
+    Neighbours n = allocate_neighbours(48, &keep);
     ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
     ChildResult r = run_in_child(
         [n, len] {
@@ -547,31 +597,78 @@ TEST(Overflow, UpToEightBytesIntoAFreeNeighbourTheDefaultBuildRunsOn) {
 TEST(Overflow, OneByteByStoreIntoAFreeSmallNeighbour) {
   if (offload_on())
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
-  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 48, 48, 1, true);
+  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 48, 1, true);
 }
 
 TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 48, 48, 32, true);
+  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 48, 32, true);
 }
 
 TEST(Overflow, OneByteByStoreIntoAFreeMediumNeighbour) {
   if (offload_on())
     GTEST_SKIP() << "under ROOST_OFFLOAD=1 the link may be written after the overflow";
-  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 2048, 2048, 1, true);
+  expect_neighbour_caught(Caught::kSecure, "corrupted free list", 2048, 1, true);
 }
 
 TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeMediumNeighbour) {
-  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 2048, 2048, 32, true);
+  expect_neighbour_caught(Caught::kSecure, "write to a freed object", 2048, 32, true);
 }
 
 // An underflow reaches the end of the neighbour before, where only the
 // hardened build's pattern lies.
 TEST(Underflow, OneByteByStoreIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, -1, 1, false);
+  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, 1, false);
 }
 
 TEST(Underflow, ThirtyTwoBytesByMemcpyIntoAFreeSmallNeighbour) {
-  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, -32, 32, false);
+  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, 32, false);
+}
+
+TEST(Underflow, OneByteByStoreIntoAFreeMediumNeighbour) {
+  expect_neighbour_caught(Caught::kHardened, "write to a freed object", 2048, 1, false);
+}
+
+// Into live objects: the hardened build's canaries.  An object of 33
+// bytes has 7 bytes of slack before its canary word; one of 48, 8.
+TEST(Overflow, OneByteByStoreIntoTheSlackOfASmallObject) {
+  expect_live_neighbour_caught(33, 1, true);
+}
+
+TEST(Overflow, ThirtyTwoBytesByMemcpyIntoALiveSmallNeighbour) {
+  expect_live_neighbour_caught(48, 32, true);
+}
+
+TEST(Overflow, OneByteByStoreIntoTheSlackOfAMediumObject) {
+  expect_live_neighbour_caught(2000, 1, true);
+}
+
+TEST(Underflow, OneByteByStoreIntoALiveSmallNeighbour) {
+  expect_live_neighbour_caught(64, 1, false);
+}
+
+TEST(Underflow, ThirtyTwoBytesByMemcpyIntoALiveSmallNeighbour) {
+  expect_live_neighbour_caught(64, 32, false);
+}
+
+// The canary is checked wherever the object's size is read: realloc and
+// malloc_usable_size name the overflow too.
+TEST(Overflow, OneByteByStorePastASmallObjectThenRealloc) {
+  auto* p = static_cast<char*>(g_malloc(100));
+  expect_caught_object(Caught::kHardened, "buffer overflow", p, slot_of(100), [p] {
+    overwrite(p + 100, 1);
+    escape(realloc(p, 1000));
+  });
+  g_free(p);
+}
+
+TEST(Overflow, OneByteByStorePastASmallObjectThenUsableSize) {
+  auto* p = static_cast<char*>(g_malloc(100));
+  expect_caught_object(Caught::kHardened, "buffer overflow", p, slot_of(100), [p] {
+    overwrite(p + 100, 1);
+    size_t n = malloc_usable_size(p);
+    escape(&n);
+  });
+  g_free(p);
 }
 
 // Overflows past a large object: the bytes between the size asked for and
@@ -698,7 +795,7 @@ TEST(DeleteMismatch, DeleteOfAnArrayFromNewArray) {
   WithDestructor* volatile array = new WithDestructor[3];
   WithDestructor* p = array;
   // The allocation starts at the count, 8 bytes before the first element.
-  size_t size = malloc_usable_size(reinterpret_cast<char*>(p) - 8);
+  size_t size = class_size(reinterpret_cast<char*>(p) - 8);
   expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", p, size, [p] {
     WithDestructor* volatile q = p;
     delete q;
@@ -710,14 +807,13 @@ TEST(DeleteMismatch, DeleteArrayOfAnObjectFromNew) {
   // The count delete[] reads lies in the object before: the child makes it
   // one, so the destructor runs once and the free is what is checked.
   std::vector<char*> keep;
-  // 48 bytes apart: a 40-byte object's class.
-  Neighbours n =
-      allocate_neighbours(48, &keep, [] { return reinterpret_cast<char*>(new WithDestructor); });
+  Neighbours n = allocate_neighbours(slot_of(sizeof(WithDestructor)), &keep,
+                                     [] { return reinterpret_cast<char*>(new WithDestructor); });
   ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
   auto* object = reinterpret_cast<WithDestructor*>(n.second);
   void* passed = n.second - 8;
   expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", passed,
-                       malloc_usable_size(n.first), [n, object] {
+                       class_size(n.first), [n, object] {
                          size_t one = 1;
                          memcpy(n.second - 8, &one,
                                 sizeof(one));  // the last 8 bytes of the object before
@@ -908,6 +1004,27 @@ TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
 }
 
 // ---- the hardened build's reuse order ---------------------------------------
+
+// Zero on free: what a program stored in a small object does not outlive
+// its free (bytes 16 to 64 hold the freed pattern, the first 16 the link
+// and the mark).  Read back in a child, through a volatile pointer.
+TEST(HardenedReuse, FreedObjectsAreZeroedPastTheirPattern) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  for (size_t size : {size_t{256}, size_t{4000}, size_t{100000}}) {
+    auto* p = static_cast<unsigned char*>(g_malloc(size));
+    memset(p, 0xab, size);
+    ChildResult r = run_in_child(
+        [p, size] {
+          g_free(p);
+          const volatile unsigned char* v = p;
+          for (size_t i = 16; i < 64; i++) child_check(v[i] == 0xdf, "a byte not the pattern");
+          for (size_t i = 64; i < size; i++) child_check(v[i] == 0, "a byte not zeroed");
+        },
+        30);
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
+    g_free(p);
+  }
+}
 
 TEST(HardenedReuse, FreeThenMallocDoesNotReturnTheSameObject) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";

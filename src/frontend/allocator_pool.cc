@@ -12,6 +12,7 @@
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "backend/zero_size.h"
+#include "ds/slack_canary.h"
 #include "ds/spinlock.h"
 #include "frontend/adoption.h"
 #include "frontend/offload.h"
@@ -235,6 +236,7 @@ bool global_init() {
       options::load();
       // Before any object is handed out (ds/free_mark.h).
       free_mark::set_secret(os::entropy());
+      if constexpr (config::kSlackCanaries) slack_canary::set_key(os::entropy());
       if constexpr (config::kEncodeLinks) {
         freelist::set_key(os::entropy());
         queue_link::set_key(os::entropy());

@@ -85,12 +85,15 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   // what they are.
   ChunkMeta* m = pagemap::lookup(p);
   if (m == nullptr) return;
+  // A small object's class is that of its size and its canary (hardened
+  // build).
+  size_t padded = size <= config::kMaxSmall ? size + config::kSlackCanaryBytes : size;
   if (m->kind == ChunkKind::kSlab) {
     if (!slab::is_object_start(m, p)) return;
     // The class of the size given, or (no alignment beyond malloc's: realloc
     // keeps none) a size realloc shrank the object to in place.
-    bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, size);
-    if (sizeclass::for_aligned(size, align) != m->sizeclass && !shrunk)
+    bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, padded);
+    if (sizeclass::for_aligned(padded, align) != m->sizeclass && !shrunk)
       fault(where, kSizeMismatch, p, m->obj_size);
     return;
   }
@@ -102,7 +105,7 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if (m->sample != nullptr) {
     unsigned sc = profile::sampled_class(m);
     if (sc < sizeclass::kCount) {
-      if (sizeclass::for_aligned(size, align) != sc)
+      if (sizeclass::for_aligned(padded, align) != sc)
         fault(where, kSizeMismatch, p, sizeclass::kInfo.info[sc].size);
       return;
     }

@@ -2,8 +2,9 @@
 // each named for what it guards, and the diagnostic each ends in.
 //
 // Every check here is either free on the fast paths (the default build's)
-// or switched on by the secure build (config.h: kDetectDoubleFree,
-// kEncodeLinks, kFillFreed, kCheckSizedFree, kCheckMessages, kGuardLarge).
+// or switched on by the secure and hardened builds (config.h:
+// kDetectDoubleFree, kEncodeLinks, kFillFreed, kZeroOnFree, kSlackCanaries,
+// kCheckSizedFree, kCheckMessages, kGuardLarge).
 // A failed check writes one line naming the fault, the address and the
 // size class, then aborts (platform/error.h): nothing on that path
 // allocates or takes a lock.
@@ -21,6 +22,7 @@
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "ds/slack_canary.h"
 
 namespace roost::checks {
 
@@ -36,12 +38,27 @@ inline constexpr const char* kBufferOverflow = "buffer overflow";
 
 // ---- double free (secure build: every small object) ----
 
+// ---- canaries after small objects (hardened build) ----
+
+// `p`, a live object start of slab `m`: the size it was asked for, from
+// its canary; a canary overwritten is a buffer overflow (or an underflow
+// from the object after it), named here.
+ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* where) {
+  size_t size;
+  if (ROOST_UNLIKELY(!slack_canary::read(p, m->obj_size, &size)))
+    fault(where, kBufferOverflow, p, m->obj_size);
+  return size;
+}
+
 // The API's free of `p`, an object start of slab `m` (secure build): a
-// second free of it is caught here; else it is marked freed.
+// second free of it is caught here; else its canary is checked (hardened
+// build) and it is marked freed.
 ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
   if (ROOST_UNLIKELY(free_mark::is_set(p))) fault(where, kDoubleFree, p, m->obj_size);
+  if constexpr (config::kSlackCanaries) (void)slack_intact(m, p, where);
   free_mark::set(p);
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
+  if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size);
 }
 
 // An object handed out: its mark (or tag) goes.

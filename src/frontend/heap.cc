@@ -184,8 +184,13 @@ void* alloc_aligned(size_t align, size_t size) {
   if (align <= config::kMinAlloc) return alloc(size);
   if (config::kZeroSizeFaults && size == 0 && align <= config::kZeroSizeMaxAlign)
     return alloc_zero_size(align);
-  unsigned sc = sizeclass::for_aligned(size, align);
-  if (sc < sizeclass::kCount) return pool::current()->alloc(sc);
+  // (A size beyond the small ones stays as it is: no wrap past SIZE_MAX.)
+  size_t padded = size <= config::kMaxSmall ? size + config::kSlackCanaryBytes : size;
+  unsigned sc = sizeclass::for_aligned(padded, align);
+  if (sc < sizeclass::kCount) {
+    if constexpr (config::kSlackCanaries) return alloc_with_canary(sc, size);
+    return pool::current()->alloc(sc);
+  }
   return alloc_large(size, align, false);
 }
 
@@ -204,6 +209,7 @@ size_t usable_size(const void* p, const char* where) {
   if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
   if (m->kind == ChunkKind::kSlab) {
     if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
+    if constexpr (config::kSlackCanaries) return checks::slack_intact(m, p, where);
     return m->obj_size;
   }
   if (m->kind == ChunkKind::kZeroSize) {
@@ -222,8 +228,20 @@ void* resize(void* p, size_t size) {
   if (m->kind == ChunkKind::kSlab) {
     // A shrink to half of it or more, or any size of its class (below half
     // of the smallest class's objects too).
-    if (slab::stays_in_place(m, size)) return p;
-    if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
+    if constexpr (config::kSlackCanaries) {
+      // (usable_size() checked the canary: it is rewritten for the new size.)
+      // Also a shrink to half of the size asked for or more.
+      size_t padded = size + config::kSlackCanaryBytes;
+      if (size <= config::kMaxSmall - config::kSlackCanaryBytes &&
+          (slab::stays_in_place(m, padded) || sizeclass::from_size(padded) == m->sizeclass ||
+           (padded <= m->obj_size && size >= old - old / 2))) {
+        slack_canary::write(p, size, m->obj_size);
+        return p;
+      }
+    } else {
+      if (slab::stays_in_place(m, size)) return p;
+      if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
+    }
   } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall) {
     // (The canary is rewritten in place: check it first.)
     if constexpr (config::kGuardLarge) checks::large_intact(m, "realloc");

@@ -28,9 +28,22 @@ ROOST_NOINLINE void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char
 // table, or the stray record's).
 ROOST_NOINLINE void dealloc_unmapped(void* p, Allocator* a, const char* where);
 
+// The hardened build's small objects: the class of `size` and a canary
+// word, the canary written (ds/slack_canary.h).
+ROOST_INLINE void* alloc_with_canary(unsigned sc, size_t size) {
+  void* p = pool::current()->alloc(sc);
+  if (ROOST_LIKELY(p != nullptr)) slack_canary::write(p, size, sizeclass::kInfo.info[sc].size);
+  return p;
+}
+
 ROOST_INLINE void* alloc(size_t size) {
   if constexpr (config::kZeroSizeFaults) {
     if (ROOST_UNLIKELY(size == 0)) return alloc_zero_size(config::kMinAlloc);
+  }
+  if constexpr (config::kSlackCanaries) {
+    if (ROOST_LIKELY(size <= config::kMaxSmall - config::kSlackCanaryBytes))
+      return alloc_with_canary(sizeclass::from_size(size + config::kSlackCanaryBytes), size);
+    return alloc_large(size, 1, false);
   }
   if (ROOST_LIKELY(size <= config::kTableClassified)) return pool::current()->alloc_small(size);
   if (ROOST_LIKELY(size <= config::kMaxSmall))
