@@ -350,6 +350,22 @@ static_assert(!kSlackCanaries || kDetectDoubleFree, "a canary word is told from 
 // What the canary adds to a size asked for (0 where there are none).
 inline constexpr size_t kSlackCanaryBytes = kSlackCanaries ? 8 : 0;
 
+// A freed small object of up to kQuarantineMaxBytes waits in its freeing
+// thread's quarantine (frontend/quarantine.h) before it can be handed out
+// again: kQuarantineSlots objects, each free putting one in and sending a
+// random one of them on (its slot's), so that how long an object waits,
+// and which comes back next, cannot be relied on.  malloc_trim() and the
+// thread's exit empty it.  At most kQuarantineSlots * kQuarantineMaxBytes
+// (2 MiB) held per thread.
+#ifndef ROOST_SECURE_QUARANTINE
+#define ROOST_SECURE_QUARANTINE ROOST_HARDENED
+#endif
+inline constexpr bool kQuarantine = ROOST_SECURE_QUARANTINE != 0;
+static_assert(!kQuarantine || kDetectDoubleFree, "a quarantined object is marked freed");
+inline constexpr unsigned kQuarantineSlots = 128;
+inline constexpr size_t kQuarantineMaxBytes = 16 * 1024;
+static_assert((kQuarantineSlots & (kQuarantineSlots - 1)) == 0);
+
 // malloc(0) and the other zero-size allocations (alignments up to
 // kZeroSizeMaxAlign) return addresses in one inaccessible range
 // (backend/zero_size.h): a read or write through one faults at once.  No

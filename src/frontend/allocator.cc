@@ -281,4 +281,12 @@ bool Allocator::release_unused() {
   return chunks_.trim(0) || released;
 }
 
+void Allocator::drain_quarantine() {
+  quarantine_.drain([this](void* p) {
+    ChunkMeta* m = pagemap::record_at(pagemap::aligned_index(p));
+    checks::left_quarantine(m, p, "free");
+    if (!try_free_local(m, p)) free_remote(m, p);
+  });
+}
+
 }  // namespace roost

@@ -10,6 +10,7 @@
 //   Backpressure    when a refill waits for its objects to come home
 //   Sampler         with the heap profiler on: where each class's next
 //                   sample falls, and objects held back from its fast list
+//   Quarantine      (hardened build) freed objects waiting to go back
 // A class that would take memory no slab uses first adopts a slab an exited
 // thread's allocator gives up, if one is offered (frontend/adoption.h).
 // The fast paths (an object off a class's fast list; an object back into a
@@ -38,6 +39,7 @@
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
+#include "frontend/quarantine.h"
 #include "frontend/sampler.h"
 #include "frontend/size_class_slabs.h"
 #include "frontend/slab.h"
@@ -192,6 +194,18 @@ class Allocator {
   // program wrote the tag) a live object, freed here.
   ROOST_NOINLINE void free_tagged(ChunkMeta* m, void* p, const char* where);
 
+  // ---- quarantine (hardened build) ----
+
+  // `p`, a freed object start of slab `m`, marked: it waits in the
+  // quarantine if it is small enough.  Returns the object to free now
+  // (another that left the quarantine, or `p` itself), or nullptr.
+  ROOST_INLINE void* quarantine(const ChunkMeta* m, void* p) {
+    if (m->obj_size > config::kQuarantineMaxBytes) return p;
+    return quarantine_.admit(p);
+  }
+  // Every quarantined object goes back (malloc_trim, the thread's exit).
+  void drain_quarantine();
+
   // ---- housekeeping ----
 
   // Takes a bounded number of messages from the inbox if any may wait
@@ -339,6 +353,7 @@ class Allocator {
   StandIn stand_in_;
   offload::Port* port_ = nullptr;
   Sampler sampler_;
+  [[no_unique_address]] Quarantine<config::kQuarantine ? config::kQuarantineSlots : 0> quarantine_;
 
   friend class Messenger;  // Messenger::owner_of, below
 };

@@ -59,6 +59,17 @@ ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where
   free_mark::set(p);
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
   if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size);
+  // Where its link will be: the pattern while it waits in the quarantine.
+  if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = free_fill::kPattern;
+}
+
+// `p`, an object of slab `m`, leaves the quarantine (hardened build): it
+// must be as its free left it (the pattern where its link goes, its mark,
+// its filled words), or the program wrote to it while it waited.
+ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char* where) {
+  bool intact = *static_cast<const uint64_t*>(p) == free_fill::kPattern && free_mark::is_set(p);
+  if constexpr (config::kFillFreed) intact = intact && free_fill::intact(p, m->obj_size);
+  if (ROOST_UNLIKELY(!intact)) fault(where, kFreedObjectWritten, p, m->obj_size);
 }
 
 // An object handed out: its mark (or tag) goes.

@@ -258,6 +258,11 @@ void* resize(void* p, size_t size) {
 }
 
 bool trim() {
+  // The calling thread's quarantine first: its objects can then go back.
+  if constexpr (config::kQuarantine) {
+    Allocator* a = pool::current();
+    if (!pool::is_unbound(a)) a->drain_quarantine();
+  }
   bool released = pool::trim_all();
   return chunks::purge_all() || released;
 }

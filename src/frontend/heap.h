@@ -66,6 +66,18 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
         return;
       }
       checks::note_small_free(m, p, where);
+      if constexpr (config::kQuarantine) {
+        // (A thread without an allocator has no quarantine.)
+        if (ROOST_LIKELY(!pool::is_unbound(a))) {
+          void* out = a->quarantine(m, p);
+          if (out == nullptr) return;
+          if (out != p) {
+            p = out;
+            m = pagemap::record_at(pagemap::aligned_index(p));
+            checks::left_quarantine(m, p, where);
+          }
+        }
+      }
     }
     if (ROOST_LIKELY(a->try_free_local(m, p, where))) return;
     if (ROOST_LIKELY(a->try_free_remote(m, p, where))) return;
