@@ -7,7 +7,8 @@
 // and its last 16 bytes hold kPattern; the hand-out checks them
 // (frontend/checks.h), so a write into a freed object there (an overflow
 // from the object before it, an underflow from the one after) is caught
-// at reuse.  The bytes between are zeroed at the free.  A message's tail
+// at reuse.  The bytes between are zeroed at the free (those the program
+// may have written).  A message's tail
 // has its batch word in its last word meanwhile (ds/slab_batch.h): the
 // owner puts the pattern back when the batch comes home.
 //
@@ -69,11 +70,15 @@ ROOST_INLINE bool intact(const void* p, uint32_t size) {
   return (diff[0] | diff[1]) == 0;
 }
 
-// Zero on free: the bytes between the filled head and the last pair.
-ROOST_INLINE void zero_between(void* p, uint32_t size) {
+// Zero on free: the bytes between the filled head and the last pair, of
+// the first `written` (the most the program may have written: the object's
+// size, or the size it was asked for where that is known).
+ROOST_INLINE void zero_between(void* p, uint32_t size, size_t written) {
+  size_t end = (written + sizeof(Pair) - 1) / sizeof(Pair);
   size_t last = last_pair(size);
-  if (last > kMaxEndPair)
-    __builtin_memset(static_cast<Pair*>(p) + kMaxEndPair, 0, (last - kMaxEndPair) * sizeof(Pair));
+  if (end > last) end = last;
+  if (end > kMaxEndPair)
+    __builtin_memset(static_cast<Pair*>(p) + kMaxEndPair, 0, (end - kMaxEndPair) * sizeof(Pair));
 }
 
 // The object's last word carries the pattern again (it held a batch

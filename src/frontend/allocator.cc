@@ -285,6 +285,7 @@ void Allocator::drain_quarantine() {
   quarantine_.drain([this](void* p) {
     ChunkMeta* m = pagemap::record_at(pagemap::aligned_index(p));
     checks::left_quarantine(m, p, "free");
+    left_quarantine(m);
     if (!try_free_local(m, p)) free_remote(m, p);
   });
 }

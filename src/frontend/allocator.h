@@ -198,11 +198,17 @@ class Allocator {
 
   // `p`, a freed object start of slab `m`, marked: it waits in the
   // quarantine if it is small enough.  Returns the object to free now
-  // (another that left the quarantine, or `p` itself), or nullptr.
+  // (another that left the quarantine, or `p` itself), or nullptr.  The
+  // statistics count a free when the program makes it: a quarantined
+  // object as it comes in, and not again when it goes back to its slab
+  // (left_quarantine()).
   ROOST_INLINE void* quarantine(const ChunkMeta* m, void* p) {
     if (m->obj_size > config::kQuarantineMaxBytes) return p;
+    count_event(counters_.frees[m->sizeclass]);
     return quarantine_.admit(p);
   }
+  // An object of slab `m` left the quarantine: its free is counted already.
+  ROOST_INLINE void left_quarantine(const ChunkMeta* m) { count_free(m->sizeclass, -1); }
   // Every quarantined object goes back (malloc_trim, the thread's exit).
   void drain_quarantine();
 

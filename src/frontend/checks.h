@@ -55,20 +55,23 @@ ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* 
 // build) and it is marked freed.
 ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
   if (ROOST_UNLIKELY(free_mark::is_set(p))) fault(where, kDoubleFree, p, m->obj_size);
-  if constexpr (config::kSlackCanaries) (void)slack_intact(m, p, where);
+  // The bytes the program may have written: its size asked for, where the
+  // canary says it.
+  size_t written = m->obj_size;
+  if constexpr (config::kSlackCanaries) written = slack_intact(m, p, where);
   free_mark::set(p);
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
-  if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size);
+  if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size, written);
   // Where its link will be: the pattern while it waits in the quarantine.
   if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = free_fill::kPattern;
 }
 
-// `p`, an object of slab `m`, leaves the quarantine (hardened build): it
-// must be as its free left it (the pattern where its link goes, its mark,
-// its filled words), or the program wrote to it while it waited.
+// `p`, an object of slab `m`, leaves the quarantine (hardened build): the
+// word where its link goes must hold the pattern its free left there, and
+// its mark must be in place, or the program wrote to it while it waited.
+// (The link is written now; the rest is checked when it is handed out.)
 ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char* where) {
   bool intact = *static_cast<const uint64_t*>(p) == free_fill::kPattern && free_mark::is_set(p);
-  if constexpr (config::kFillFreed) intact = intact && free_fill::intact(p, m->obj_size);
   if (ROOST_UNLIKELY(!intact)) fault(where, kFreedObjectWritten, p, m->obj_size);
 }
 

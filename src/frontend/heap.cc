@@ -235,6 +235,9 @@ void* resize(void* p, size_t size) {
       if (size <= config::kMaxSmall - config::kSlackCanaryBytes &&
           (slab::stays_in_place(m, padded) || sizeclass::from_size(padded) == m->sizeclass ||
            (padded <= m->obj_size && size >= old - old / 2))) {
+        // What a shrink leaves behind is zeroed, as a free would.
+        if (config::kZeroOnFree && size < old)
+          __builtin_memset(static_cast<char*>(p) + size, 0, old - size);
         slack_canary::write(p, size, m->obj_size);
         return p;
       }

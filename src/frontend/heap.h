@@ -75,6 +75,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
             p = out;
             m = pagemap::record_at(pagemap::aligned_index(p));
             checks::left_quarantine(m, p, where);
+            a->left_quarantine(m);
           }
         }
       }
