@@ -84,7 +84,9 @@ size_t roost_class(size_t bytes) {
 
 // The slot an object of `asked` bytes takes: the hardened build's small
 // objects take the class of their size and a canary word.
+// 0 when another allocator (or a build the test does not know) is observed.
 size_t slot_of(size_t asked) {
+  if (build_under_test() == "observe") return 0;
   return is_hardened() && asked + 8 <= kMaxSmallClass ? roost_class(asked + 8) : roost_class(asked);
 }
 
@@ -193,7 +195,8 @@ void allocate_until_handed_out(const void* p, size_t size) {
   // another class (200 bytes: no case's) push it out but for a chance of
   // (127/128)^4096, 1e-14.  (malloc_trim() would too, but it may release
   // the object's slab, and the next carve of it rewrite the object.)
-  if (is_hardened()) {
+  // (Observing another allocator, the same: its quarantine may work alike.)
+  if (is_hardened() || build_under_test() == "observe") {
     for (int i = 0; i < 4096; i++) g_free(g_malloc(200));
   }
   bool wait_for_service = offload_on();
@@ -507,6 +510,19 @@ Neighbours allocate_neighbours(size_t stride, std::vector<char*>* kept,
                                const std::function<char*()>& make) {
   constexpr size_t kMany = 4096;
   kept->reserve(kMany);
+  if (stride == 0) {
+    // Observing another allocator: its stride is the smallest gap between
+    // two of 256 objects (within 64 KiB), kept too.
+    for (size_t i = 0; i < 256; i++) kept->push_back(make());
+    std::vector<char*> sorted = *kept;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 1; i < sorted.size(); i++) {
+      bool same_64k = (reinterpret_cast<uintptr_t>(sorted[i]) & 0xffff) != 0;
+      auto gap = static_cast<size_t>(sorted[i] - sorted[i - 1]);
+      if (same_64k && gap != 0 && gap < 65536 && (stride == 0 || gap < stride)) stride = gap;
+    }
+    if (stride == 0) return Neighbours{nullptr, nullptr};
+  }
   for (size_t i = 0; i < kMany; i++) {
     char* p = make();
     for (char* q : *kept) {
