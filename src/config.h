@@ -305,12 +305,13 @@ inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
 inline constexpr bool kEncodeLinks = ROOST_SECURE_LINKS != 0;
 static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free marks");
 // A freed small object's bytes past its link and mark, up to
-// kFillMaxBytes of them (a multiple of 16), are filled with a pattern when
-// it is freed (or carved) and checked when it is handed out again: a write
-// after free (or an overflow into a free neighbour) within them is caught
-// at reuse.  48 bytes: every object's first 64, one cache line's worth, so
-// the cost stays a few instructions whatever the size.  Needs the marks
-// (DOUBLE_FREE).
+// kFillMaxBytes of them (a multiple of 16), and its last 16 bytes, are
+// filled with a pattern when it is freed (or carved) and checked when it
+// is handed out again: a write after free (or an overflow into a free
+// neighbour, or an underflow into one) within them is caught at reuse.
+// 48 bytes: every object's first 64, one cache line's worth, and one more
+// pair, so the cost stays a few instructions whatever the size.  Needs the
+// marks (DOUBLE_FREE).
 #ifndef ROOST_SECURE_FILL
 #define ROOST_SECURE_FILL ROOST_HARDENED
 #endif
@@ -322,10 +323,10 @@ static_assert(!kFillFreed || kDetectDoubleFree,
 #endif
 inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
 
-// The hardened build fills the pattern into a freed object's last 16 bytes
-// too (where an underflow from the object after it lands), and zeroes the
-// bytes between (ds/free_fill.h): nothing a program stored in an object
-// outlives its free.  Needs FILL.
+// The hardened build zeroes a freed object's bytes between the filled
+// ones (ds/free_fill.h), up to the size it was asked for where the canary
+// below says it: nothing a program stored in an object outlives its free.
+// Needs FILL.
 #ifndef ROOST_SECURE_ZERO_ON_FREE
 #define ROOST_SECURE_ZERO_ON_FREE ROOST_HARDENED
 #endif

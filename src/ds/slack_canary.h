@@ -4,10 +4,11 @@
 // A small object of `size` bytes asked for takes the class of size +
 // kWordBytes.  While it is live, its slot's last word holds
 // word(p, size) = key ^ p ^ size, and the slack between the size asked
-// for and that word (its first kWordBytes bytes) holds the canary byte.  The free reads the size
-// back from the word (a word that does not decode to a size that fits the slot was overwritten) and
-// checks the slack: a write past the object's end reaches the slack first, and a write before the
-// next object's start reaches this one's last word.
+// for and that word (its first kWordBytes bytes) holds the canary byte.
+// The free reads the size back from the word (a word that does not decode
+// to a size that fits the slot was overwritten) and checks the slack: a
+// write past the object's end reaches the slack first, and a write before
+// the next object's start reaches this one's last word.
 //
 // A canary word never equals the free mark of its address (the key and
 // the mark's secret differ in their top bit, and a size is below 2^63), so

@@ -36,8 +36,6 @@ inline constexpr const char* kBufferOverflow = "buffer overflow";
 
 [[noreturn]] ROOST_SLOW void fault(const char* where, const char* what, const void* p, size_t size);
 
-// ---- double free (secure build: every small object) ----
-
 // ---- canaries after small objects (hardened build) ----
 
 // `p`, a live object start of slab `m`: the size it was asked for, from
@@ -49,6 +47,8 @@ ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* 
     fault(where, kBufferOverflow, p, m->obj_size);
   return size;
 }
+
+// ---- double free (secure build: every small object) ----
 
 // The API's free of `p`, an object start of slab `m` (secure build): a
 // second free of it is caught here; else its canary is checked (hardened
