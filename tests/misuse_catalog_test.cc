@@ -13,7 +13,6 @@
 // Also here: the hardened build's reuse order (no address handed out again
 // at once, new slabs in random order), which are not faults.
 #include <alloca.h>
-#include <dlfcn.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -1078,14 +1077,8 @@ TEST(HardenedReuse, AFreedObjectWaitsInQuarantine) {
 
 // Slabs held of the size class whose objects are `size` bytes, or 0.
 uint64_t class_slabs(size_t size) {
-#ifdef ROOST_TEST_LINKED
-  auto count = &roost_class_count;
-  auto stats = &roost_class_stats;
-#else
-  auto count = reinterpret_cast<unsigned (*)()>(dlsym(RTLD_DEFAULT, "roost_class_count"));
-  auto stats = reinterpret_cast<int (*)(unsigned, struct roost_class_stats*)>(
-      dlsym(RTLD_DEFAULT, "roost_class_stats"));
-#endif
+  ClassCountFn count = class_count_fn();
+  ClassStatsFn stats = class_stats_fn();
   if (count == nullptr || stats == nullptr) return 0;
   for (unsigned c = 0; c < count(); c++) {
     struct roost_class_stats s {};

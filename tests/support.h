@@ -77,6 +77,27 @@ inline StatsFn stats_fn() {
 
 inline bool roost_active() { return stats_fn() != nullptr; }
 
+// roost_class_count and roost_class_stats, found as stats_fn() finds
+// roost_stats (nullptr when roost is not serving this process).
+using ClassCountFn = unsigned (*)();
+using ClassStatsFn = int (*)(unsigned, struct roost_class_stats*);
+inline ClassCountFn class_count_fn() {
+#ifdef ROOST_TEST_LINKED
+  return &roost_class_count;
+#else
+  static ClassCountFn fn = reinterpret_cast<ClassCountFn>(dlsym(RTLD_DEFAULT, "roost_class_count"));
+  return fn;
+#endif
+}
+inline ClassStatsFn class_stats_fn() {
+#ifdef ROOST_TEST_LINKED
+  return &roost_class_stats;
+#else
+  static ClassStatsFn fn = reinterpret_cast<ClassStatsFn>(dlsym(RTLD_DEFAULT, "roost_class_stats"));
+  return fn;
+#endif
+}
+
 // ROOSTTEST_EXPECT=1 in the environment: roost must be serving this process.
 inline bool roost_expected() {
   const char* e = getenv("ROOSTTEST_EXPECT");

@@ -281,12 +281,11 @@ bool Allocator::release_unused() {
   return chunks_.trim(0) || released;
 }
 
-void Allocator::drain_quarantine() {
-  quarantine_.drain([this](void* p) {
+void Allocator::drain_quarantine(const char* where) {
+  quarantine_.drain([this, where](void* p) {
     ChunkMeta* m = pagemap::record_at(pagemap::aligned_index(p));
-    checks::left_quarantine(m, p, "free");
-    left_quarantine(m);
-    if (!try_free_local(m, p)) free_remote(m, p);
+    left_quarantine(m, p, where);
+    if (!try_free_local(m, p, where)) free_remote(m, p, where);
   });
 }
 

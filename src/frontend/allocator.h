@@ -207,10 +207,15 @@ class Allocator {
     count_event(counters_.frees[m->sizeclass]);
     return quarantine_.admit(p);
   }
-  // An object of slab `m` left the quarantine: its free is counted already.
-  ROOST_INLINE void left_quarantine(const ChunkMeta* m) { count_free(m->sizeclass, -1); }
-  // Every quarantined object goes back (malloc_trim, the thread's exit).
-  void drain_quarantine();
+  // `p`, an object of slab `m`, left the quarantine: it is checked as its
+  // free left it, and its free, counted already, is not counted again.
+  ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char* where) {
+    checks::left_quarantine(m, p, where);
+    count_free(m->sizeclass, -1);
+  }
+  // Every quarantined object goes back (malloc_trim, the thread's exit,
+  // which `where` names in a diagnostic).
+  void drain_quarantine(const char* where);
 
   // ---- housekeeping ----
 

@@ -135,7 +135,7 @@ bool give_this_slab(ChunkMeta* m, const void* adopter) {
 void on_thread_exit(void* arg) {
   auto* e = static_cast<Entry*>(arg);
   // What its quarantine holds goes back while the allocator is its own.
-  e->allocator.drain_quarantine();
+  e->allocator.drain_quarantine("thread exit");
   t_alloc = &g_unbound;
   t_exited = true;
   // Its rings first: what they hold goes back, and their frees are carried

@@ -264,7 +264,7 @@ bool trim() {
   // The calling thread's quarantine first: its objects can then go back.
   if constexpr (config::kQuarantine) {
     Allocator* a = pool::current();
-    if (!pool::is_unbound(a)) a->drain_quarantine();
+    if (!pool::is_unbound(a)) a->drain_quarantine("malloc_trim");
   }
   bool released = pool::trim_all();
   return chunks::purge_all() || released;

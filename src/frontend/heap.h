@@ -74,8 +74,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
           if (out != p) {
             p = out;
             m = pagemap::record_at(pagemap::aligned_index(p));
-            checks::left_quarantine(m, p, where);
-            a->left_quarantine(m);
+            a->left_quarantine(m, p, where);
           }
         }
       }
