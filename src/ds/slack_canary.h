@@ -33,6 +33,13 @@ namespace roost::slack_canary {
 inline constexpr size_t kWordBytes = 8;
 static_assert(!config::kSlackCanaries || config::kSlackCanaryBytes == kWordBytes);
 
+// The size a request of `size` bytes takes a small class for: with the
+// canary word where there are canaries (config::kSlackCanaryBytes; 0
+// elsewhere), and as it is beyond the small sizes (no wrap past SIZE_MAX).
+constexpr size_t padded(size_t size) {
+  return size <= config::kMaxSmall ? size + config::kSlackCanaryBytes : size;
+}
+
 inline uint64_t g_key ROOST_HIDDEN = 0;
 inline uint64_t g_bytes ROOST_HIDDEN = 0;  // the canary byte, in every byte of a word
 

@@ -87,7 +87,7 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
   if (m == nullptr) return;
   // A small object's class is that of its size and its canary (hardened
   // build).
-  size_t padded = size <= config::kMaxSmall ? size + config::kSlackCanaryBytes : size;
+  size_t padded = slack_canary::padded(size);
   if (m->kind == ChunkKind::kSlab) {
     if (!slab::is_object_start(m, p)) return;
     // The class of the size given, or (no alignment beyond malloc's: realloc

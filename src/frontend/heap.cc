@@ -184,9 +184,7 @@ void* alloc_aligned(size_t align, size_t size) {
   if (align <= config::kMinAlloc) return alloc(size);
   if (config::kZeroSizeFaults && size == 0 && align <= config::kZeroSizeMaxAlign)
     return alloc_zero_size(align);
-  // (A size beyond the small ones stays as it is: no wrap past SIZE_MAX.)
-  size_t padded = size <= config::kMaxSmall ? size + config::kSlackCanaryBytes : size;
-  unsigned sc = sizeclass::for_aligned(padded, align);
+  unsigned sc = sizeclass::for_aligned(slack_canary::padded(size), align);
   if (sc < sizeclass::kCount) {
     if constexpr (config::kSlackCanaries) return alloc_with_canary(sc, size);
     return pool::current()->alloc(sc);
