@@ -227,7 +227,7 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 // tag, ds/free_mark.h), wiped when the object is handed out again, and
 // every free compares it first (a compare, a branch and a store on the
 // free fast path, a store on malloc's).  The secure build's mark (below)
-// does the same with a secret and replaces it.
+// is the same word in the object's second word, and replaces it.
 // -DROOST_FREE_TAG=0 removes the tag (to measure what it costs).
 #ifndef ROOST_FREE_TAG
 #define ROOST_FREE_TAG 1
@@ -251,8 +251,8 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 #endif
 static_assert(ROOST_SECURE || !ROOST_HARDENED, "the hardened build is the secure build and more");
 inline constexpr bool kSecure = ROOST_SECURE != 0;
-// A freed small object carries a mark (a word derived from a per-process
-// secret and its address) that the next free of it finds: a double free,
+// A freed small object carries a mark (its slab record's address, in its
+// second word: ds/free_mark.h) that the next free of it finds: a double free,
 // local or remote, before or after the object sat in a BatchIt cache or a
 // message, is caught at the second free.  The mark is wiped when the
 // object is handed out again.

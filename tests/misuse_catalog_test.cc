@@ -943,6 +943,24 @@ TEST(SecureZeroSize, AreUniqueAlignedFreeableAndEmpty) {
   for (size_t i = 1; i < zs.size(); i++) g_free(zs[i]);
 }
 
+// A thread's first call is malloc(0): it has no allocator yet, and the one
+// it is given serves the zero-size allocation (Allocator::alloc_zero_size).
+TEST(SecureZeroSize, AThreadsFirstAllocation) {
+  if (!is_secure()) GTEST_SKIP() << "the secure build's behaviour";
+  void* z = nullptr;
+  void* after = nullptr;
+  std::thread([&] {
+    z = g_malloc(g_zero);
+    after = g_malloc(16);
+  }).join();
+  ASSERT_NE(z, nullptr);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(malloc_usable_size(z), 0u);
+  EXPECT_GE(malloc_usable_size(after), 16u);
+  g_free(z);
+  g_free(after);
+}
+
 // ---- the secure build's large objects ----------------------------------------
 
 namespace {

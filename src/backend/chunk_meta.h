@@ -61,7 +61,7 @@ struct alignas(64) ChunkMeta {
   };
   uintptr_t base;  // first byte of the chunk
   union {
-    uint64_t recip;       // slab: ceil(2^42 / object size)
+    uint64_t inverse;     // slab: sizeclass::inverse_of(object size)
     uint64_t large_size;  // large, huge: page-rounded bytes (the guard page follows)
   };
   union {

@@ -11,7 +11,7 @@
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/free_mark.h"
+#include "ds/secret.h"
 #include "ds/spinlock.h"
 #include "options.h"
 #include "platform/os.h"
@@ -135,7 +135,7 @@ ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
 }
 
 // The canary's key of the object `m` (large_guard.h).
-uint64_t canary_key(const ChunkMeta* m) { return free_mark::g_secret ^ m->base; }
+uint64_t canary_key(const ChunkMeta* m) { return secret::g_value ^ m->base; }
 
 // Guard pages in place now.  Each splits a mapping in three, and the kernel
 // limits how many a process has (vm.max_map_count), so at most

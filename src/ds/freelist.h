@@ -45,6 +45,15 @@ ROOST_INLINE FreeObject* next(const FreeObject* o) {
   return reinterpret_cast<FreeObject*>(v);
 }
 
+// next(o) ^ o, the distance between `o` and its successor as bits that
+// differ: in the secure build one XOR of the stored word (the holder's
+// address cancels).
+ROOST_INLINE uintptr_t next_apart(const FreeObject* o) {
+  uintptr_t v = o->word[config::kLinkWord];
+  if constexpr (config::kEncodeLinks) return v ^ g_key;
+  return v ^ reinterpret_cast<uintptr_t>(o);
+}
+
 ROOST_INLINE void set_next(FreeObject* o, const FreeObject* n) {
   uintptr_t v = reinterpret_cast<uintptr_t>(n);
   if constexpr (config::kEncodeLinks) v ^= g_key ^ reinterpret_cast<uintptr_t>(o);
@@ -63,13 +72,23 @@ ROOST_INLINE FreeObject* pop(FreeObject*& head) {
   return o;
 }
 
+// Does nothing to an object build() links (its default `visit`).
+struct LeaveAsIs {
+  ROOST_INLINE void operator()(FreeObject*) const {}
+};
+
 // Links `count` objects of `stride` bytes starting at `first` into a list
-// that ends in `tail_next`; returns the head.
-inline FreeObject* build(uintptr_t first, size_t stride, size_t count, FreeObject* tail_next) {
+// that ends in `tail_next`; returns the head.  `visit(o)` is called on each
+// object as it is linked (in the same pass over its memory).
+template <typename Visit = LeaveAsIs>
+inline FreeObject* build(uintptr_t first, size_t stride, size_t count, FreeObject* tail_next,
+                         Visit visit = {}) {
   FreeObject* head = tail_next;
-  for (size_t i = count; i > 0; i--) {
-    auto* o = reinterpret_cast<FreeObject*>(first + (i - 1) * stride);
+  for (uintptr_t at = first + count * stride; at != first;) {
+    at -= stride;
+    auto* o = reinterpret_cast<FreeObject*>(at);
     set_next(o, head);
+    visit(o);
     head = o;
   }
   return head;
@@ -79,14 +98,15 @@ inline FreeObject* build(uintptr_t first, size_t stride, size_t count, FreeObjec
 // the smallest objects).
 inline constexpr size_t kMaxShuffled = 256;
 
-// build() in an order drawn at random (the secure build's carves), from a
+// build() in an order drawn at random (the hardened build's carves), from a
 // per-thread generator seeded with `seed` the first time.
+template <typename Visit = LeaveAsIs>
 inline FreeObject* build_shuffled(uintptr_t first, size_t stride, size_t count,
-                                  FreeObject* tail_next, uint64_t seed) {
+                                  FreeObject* tail_next, uint64_t seed, Visit visit = {}) {
   static thread_local uint64_t state = 0;
   if (state == 0) state = seed | 1;
   uint16_t order[kMaxShuffled];
-  if (count > kMaxShuffled) return build(first, stride, count, tail_next);
+  if (count > kMaxShuffled) return build(first, stride, count, tail_next, visit);
   for (size_t i = 0; i < count; i++) order[i] = static_cast<uint16_t>(i);
   for (size_t i = count; i > 1; i--) {
     // xorshift64*; the high bits pick the place (a multiply, no division).
@@ -103,6 +123,7 @@ inline FreeObject* build_shuffled(uintptr_t first, size_t stride, size_t count,
   for (size_t i = 0; i < count; i++) {
     auto* o = reinterpret_cast<FreeObject*>(first + order[i] * stride);
     set_next(o, head);
+    visit(o);
     head = o;
   }
   return head;

@@ -2,7 +2,7 @@
 // power of two (at most 25 % internal waste), as in the snmalloc paper §2.6.
 //
 // Owns: size <-> class mapping and the per-class constants (slab size,
-// capacity, wake threshold, reciprocal for division-free object indexing),
+// capacity, wake threshold, the object-start test's multiplier),
 // all computed at compile time.  Must never: know about slabs' state or
 // allocators.
 #pragma once
@@ -35,9 +35,14 @@ constexpr unsigned from_size_clz(size_t size) {
 inline constexpr unsigned kCount = from_size_clz(config::kMaxSmall) + 1;
 static_assert(to_size(kCount - 1) == config::kMaxSmall);
 
-// Reciprocal for object index: idx = (offset * recip) >> kRecipShift is exact
-// for offset * size < 2^kRecipShift (slabs up to 4 MiB, sizes to 256 KiB).
-inline constexpr unsigned kRecipShift = 42;
+// The object-start test's multiplier, ceil(2^64 / size): an offset below
+// 2^32 is a multiple of `size` exactly when offset * inverse, modulo 2^64,
+// is below the inverse (Lemire, Kaser and Kurz's divisibility test: a
+// multiply and a compare, no division).
+constexpr uint64_t inverse_of(size_t size) { return ~uint64_t{0} / size + 1; }
+ROOST_INLINE constexpr bool is_multiple(uint64_t offset, uint64_t inverse) {
+  return offset * inverse < inverse;
+}
 
 struct ClassInfo {
   uint32_t size;      // object size in bytes
@@ -45,7 +50,7 @@ struct ClassInfo {
   uint32_t capacity;  // objects per slab
   uint32_t wake;      // frees into a sleeping slab before it is reused
   uint32_t carve;     // objects carved from a slab's bump tail at a time
-  uint64_t recip;     // ceil(2^kRecipShift / size)
+  uint64_t inverse;   // inverse_of(size)
 };
 
 constexpr ClassInfo make_info(unsigned sc) {
@@ -67,10 +72,9 @@ constexpr ClassInfo make_info(unsigned sc) {
     if (carve == 0) carve = 1;
   }
   if (carve > capacity) carve = capacity;
-  uint64_t recip = ((uint64_t{1} << kRecipShift) + size - 1) / size;
   return ClassInfo{static_cast<uint32_t>(size),     static_cast<uint8_t>(slab_bits),
                    static_cast<uint32_t>(capacity), static_cast<uint32_t>(wake),
-                   static_cast<uint32_t>(carve),    recip};
+                   static_cast<uint32_t>(carve),    inverse_of(size)};
 }
 
 struct InfoTable {
@@ -93,14 +97,24 @@ static_assert(fits_slab_record());
 
 // Table for sizes 0..kTableClassified, indexed by the size itself (one
 // load, no arithmetic, on the malloc fast path).
+// Size 0 takes class 0, or `zero_size_class` where one is given.
 struct SmallTable {
   uint8_t cls[config::kTableClassified + 1];
-  constexpr SmallTable() : cls{} {
+  constexpr explicit SmallTable(unsigned zero_size_class = 0) : cls{} {
     for (size_t size = 0; size <= config::kTableClassified; size++)
-      cls[size] = static_cast<uint8_t>(size == 0 ? 0 : from_size_clz(size));
+      cls[size] = static_cast<uint8_t>(size == 0 ? zero_size_class : from_size_clz(size));
   }
 };
 inline constexpr SmallTable kSmallTable{};
+
+// Each class's slab size in bytes (the secure build's malloc fast path
+// checks a link against it: see Allocator::alloc).
+struct SlabSizeTable {
+  uint64_t bytes[kCount];
+  constexpr SlabSizeTable() : bytes{} {
+    for (unsigned sc = 0; sc < kCount; sc++) bytes[sc] = uint64_t{1} << kInfo.info[sc].slab_bits;
+  }
+};
 
 // Size -> class for size <= kTableClassified: one table load.
 ROOST_INLINE constexpr unsigned from_size_table(size_t size) { return kSmallTable.cls[size]; }

@@ -10,14 +10,13 @@
 // ISMM'24 §3.2).  A single object is a batch of one whose head is its tail.
 //
 // The batch word is the tail's word beside its link, unless that word
-// holds the free mark (the secure build) or the free tag (the default
-// build; ds/free_mark.h): then it is the tail's last word.  A 16-byte
-// object has no word to spare: in the secure build it always travels alone
-// (its callers never batch it), tagged beside its mark; in the default
-// build a batch of them carries its word in place of the tail's tag, which
-// the receiver writes back.  The batch word is always odd, so it never
-// reads as a tag (an aligned address): a 16-byte tail freed again on its
-// way shows.
+// holds the free mark (ds/free_mark.h): then it is the tail's last word.
+// A 16-byte object has no word to spare: in the secure build it always
+// travels alone (its callers never batch it) and keeps its mark; in the
+// default build a batch of them carries its word in place of the tail's
+// mark, which the receiver writes back.  The batch word is always odd, so
+// it never reads as a mark (an aligned address): a 16-byte tail freed
+// again on its way shows.
 //
 // Owns: the layout of a message and the batch word's encoding.  Must never:
 // know which slab or allocator a batch belongs to, or read the objects
@@ -66,7 +65,7 @@ ROOST_INLINE const void* tail_of(const void* node) {
 }
 
 // Does a tail of `obj_size` bytes keep its batch word beside its link (where
-// a 16-byte one of the default build loses its tag)?
+// a 16-byte one of the default build loses its mark)?
 ROOST_INLINE bool batch_word_beside_link(uint32_t obj_size) {
   return !config::kFreedSecondWord || obj_size <= 2 * sizeof(uint64_t);
 }
@@ -81,9 +80,8 @@ ROOST_INLINE uint64_t* batch_word(FreeObject* tail, uint32_t obj_size) {
 // returns the message to enqueue.
 ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count,
                              uint32_t obj_size) {
-  if (!batches_allowed(obj_size)) {
-    *free_mark::word(tail) = free_mark::mark(tail) ^ free_mark::kAloneTag;
-  } else {
+  // (A tail that travels alone keeps its mark: it has no batch word.)
+  if (batches_allowed(obj_size)) {
     int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
     *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | uint64_t{count} << 1 | 1;
   }

@@ -10,14 +10,14 @@
 // write past the object's end reaches the slack first, and a write before
 // the next object's start reaches this one's last word.
 //
-// A canary word never equals the free mark of its address (the key and
-// the mark's secret differ in their top bit, and a size is below 2^63), so
-// a live 16-byte object, whose last word is its mark's, is never taken for
-// a freed one.
+// A canary word never equals a free mark (a slab record's address, below
+// 2^63, where the key's top bit is set and an address and a size are
+// below 2^63), so a live 16-byte object, whose last word is where its mark
+// goes, is never taken for a freed one.
 //
 // Owns: the key, the canary's layout, its write and its test.  Must never:
 // be used where config::kSlackCanaries is off, or before set_key()
-// (allocator_pool's start-up, after free_mark::set_secret()).
+// (allocator_pool's start-up, before any object is handed out).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,6 @@
 
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/free_mark.h"
 
 namespace roost::slack_canary {
 
@@ -45,7 +44,7 @@ inline uint64_t g_bytes ROOST_HIDDEN = 0;  // the canary byte, in every byte of 
 
 inline void set_key(uint64_t k) {
   constexpr uint64_t kTop = uint64_t{1} << 63;
-  g_key = (k & ~kTop) | (~free_mark::g_secret & kTop);
+  g_key = k | kTop;
   // Never zero: the byte a string's terminator writes one past its end.
   uint8_t byte = static_cast<uint8_t>(k >> 8) | 0x01;
   g_bytes = byte * 0x0101010101010101ull;

@@ -9,6 +9,7 @@
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/pagemap.h"
+#include "backend/zero_size.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
@@ -25,12 +26,32 @@ namespace roost {
 
 void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
+  if (config::kZeroSizeFaults && ROOST_UNLIKELY(sc == kZeroSizeSlot)) return a->alloc_zero_size();
   void* p;
   if (ROOST_UNLIKELY(a->stand_in_ != nullptr))
     p = a->stand_in_(a, sc, __builtin_return_address(0));
   else
     p = a->refill_unsampled(sc);
   if (p != nullptr) checks::note_handed_out(p);
+  return p;
+}
+
+void* Allocator::alloc_zero_size() {
+  // A placeholder's stand-in binds the thread an allocator, whose refill
+  // comes back here.
+  if (stand_in_ != nullptr && stand_in_ != &sampling_stand_in)
+    return stand_in_(this, kZeroSizeSlot, __builtin_return_address(0));
+  if (void* p = zero_size::alloc(config::kMinAlloc)) return p;
+  return alloc(sizeclass::from_size(1));
+}
+
+void* Allocator::take_last(FreeObject** slot, Allocator* a) {
+  unsigned sc = a->class_of(slot);
+  FreeObject* p = *slot;
+  // Null, or damage, which next_checked() reports.
+  *slot = checks::next_checked(sc, p);
+  count_event(a->counters_.allocs[sc]);
+  checks::note_handed_out(p);
   return p;
 }
 

@@ -91,18 +91,41 @@ class Allocator {
   ROOST_INLINE void* alloc(unsigned sc) {
     FreeObject* p = fast_[sc];
     if (ROOST_LIKELY(p != nullptr)) {
-      fast_[sc] = checks::take(sc, p);
+      if constexpr (config::kEncodeLinks) {
+        // The secure build checks the link it follows; the list's last
+        // object fails the check too, and take_last() tells which it is
+        // (a tail call: the fast path keeps no stack frame).
+        checks::fill_intact(sc, p);
+        FreeObject* n = checks::fast_next(p, slab_size_.bytes[sc]);
+        if (ROOST_UNLIKELY(n == nullptr)) return take_last(&fast_[sc], this);
+        fast_[sc] = n;
+      } else {
+        fast_[sc] = checks::take(sc, p);
+      }
       count_event(counters_.allocs[sc]);
       checks::note_handed_out(p);
       return p;
     }
     return refill_at(&fast_[sc], this);
   }
+  // alloc()'s branch for a link that failed its check (secure build): the
+  // last object of the fast list at `slot` of allocator `a`, handed out, or
+  // a damaged list, reported.  (The slot, as refill_at's: no register copy
+  // of the class on the fast path.)
+  ROOST_NOINLINE static void* take_last(FreeObject** slot, Allocator* a);
 
   // An object of `size` <= config::kTableClassified bytes: its class from
   // the allocator's own copy of the size table, which the allocator's
   // address already reaches (no second base address on the fast path).
+  // Where zero-size allocations fault (config::kZeroSizeFaults), size 0
+  // maps to kZeroSizeSlot, whose fast list stays empty: malloc(0) reaches
+  // refill_at(), which serves it (alloc_zero_size), at no cost to the fast
+  // path.
   ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
+  static constexpr unsigned kZeroSizeSlot = sizeclass::kCount;
+  // A zero-size allocation: an address that faults on access, or (when the
+  // range cannot be had) an object as for one byte.
+  ROOST_NOINLINE void* alloc_zero_size();
 
   // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
   // refill(), or the stand-in (the placeholder's, or the heap profiler's
@@ -151,10 +174,14 @@ class Allocator {
       return true;
     }
     checks::tag(m, p);
-    // Not counted here: statistics count local frees from the slabs
-    // (SizeClassSlabs::list_balance).
-    if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
+    free_owned(m, p);
     return true;
+  }
+  // `p`, an object start of slab `m` that this allocator owns, checked,
+  // goes back to its slab.  Not counted here: statistics count local frees
+  // from the slabs (SizeClassSlabs::list_balance).
+  ROOST_INLINE void free_owned(ChunkMeta* m, void* p) {
+    if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
   }
 
   // The remote-free fast path: `p` (16-byte aligned, in chunk `m`), when
@@ -354,9 +381,12 @@ class Allocator {
 
   // The fast lists first: the malloc fast path's slot address is then the
   // allocator's plus the class's offset alone.
-  FreeObject* fast_[sizeclass::kCount] = {};
+  FreeObject* fast_[kZeroSizeSlot + 1] = {};
   ClassCounters counters_;
-  sizeclass::SmallTable class_of_size_ = sizeclass::kSmallTable;
+  sizeclass::SmallTable class_of_size_{config::kZeroSizeFaults ? kZeroSizeSlot : 0};
+  // Each class's slab size, for the secure build's fast path, beside the
+  // size table (the allocator's address reaches both).
+  sizeclass::SlabSizeTable slab_size_ = sizeclass::SlabSizeTable{};
   SizeClassSlabs slabs_;
   Messenger messenger_;
   ChunkCache chunks_;

@@ -12,6 +12,7 @@
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
 #include "backend/zero_size.h"
+#include "ds/secret.h"
 #include "ds/slack_canary.h"
 #include "ds/spinlock.h"
 #include "frontend/adoption.h"
@@ -236,8 +237,8 @@ bool global_init() {
     LockGuard guard(g_init_lock);
     if (!g_ready.load(std::memory_order_relaxed)) {  // relaxed: g_init_lock orders it
       options::load();
-      // Before any object is handed out (ds/free_mark.h).
-      free_mark::set_secret(os::entropy());
+      // Before any object is handed out (ds/secret.h).
+      secret::set(os::entropy());
       if constexpr (config::kSlackCanaries) slack_canary::set_key(os::entropy());
       if constexpr (config::kEncodeLinks) {
         freelist::set_key(os::entropy());

@@ -55,6 +55,10 @@ void damaged(const FreeObject* holder, const void* p, unsigned sc) {
   fault(kAllocating, kCorruptedFreeList, holder, size);
 }
 
+void freed_twice(const void* p, const ChunkMeta* m, const char* where) {
+  fault(where, kDoubleFree, p, m->obj_size);
+}
+
 void message(const ChunkMeta* m, const void* node) {
   const void* tail = slab_batch::tail_of(node);
   if (!slab_object_start(m, tail)) fault(kReceiving, kCorruptedMessage, tail, class_size(m));
@@ -62,8 +66,8 @@ void message(const ChunkMeta* m, const void* node) {
 
 void message_link(const void* holder, const void* next) {
   const void* tail = slab_batch::tail_of(next);
-  if (slab_object_start(pagemap::lookup(tail), tail) &&
-      (!config::kDetectDoubleFree || free_mark::is_set(tail)))
+  const ChunkMeta* m = pagemap::lookup(tail);
+  if (slab_object_start(m, tail) && (!config::kDetectDoubleFree || free_mark::is_set(tail, m)))
     return;
   const void* named = holder != nullptr ? slab_batch::tail_of(holder) : tail;
   fault(kReceiving, kCorruptedMessage, named, class_size(pagemap::lookup(named)));

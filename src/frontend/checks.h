@@ -15,6 +15,7 @@
 #pragma once
 
 #include "backend/chunk_meta.h"
+#include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/free_fill.h"
@@ -50,16 +51,22 @@ ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* 
 
 // ---- double free (secure build: every small object) ----
 
+// `p`, an object start of slab `m`, was found marked freed by the API's
+// free: a double free, reported.  (Not [[noreturn]]: a caller that returns
+// right after it makes it a tail call, and the free fast path keeps no
+// stack frame for it.)
+ROOST_SLOW void freed_twice(const void* p, const ChunkMeta* m, const char* where);
+
 // The API's free of `p`, an object start of slab `m` (secure build): a
 // second free of it is caught here; else its canary is checked (hardened
 // build) and it is marked freed.
 ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
-  if (ROOST_UNLIKELY(free_mark::is_set(p))) fault(where, kDoubleFree, p, m->obj_size);
+  if (ROOST_UNLIKELY(free_mark::is_set(p, m))) fault(where, kDoubleFree, p, m->obj_size);
   // The bytes the program may have written: its size asked for, where the
   // canary says it.
   size_t written = m->obj_size;
   if constexpr (config::kSlackCanaries) written = slack_intact(m, p, where);
-  free_mark::set(p);
+  free_mark::set(p, m);
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
   if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size, written);
   // Where its link will be: the pattern while it waits in the quarantine.
@@ -71,7 +78,7 @@ ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where
 // its mark must be in place, or the program wrote to it while it waited.
 // (The link is written now; the rest is checked when it is handed out.)
 ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char* where) {
-  bool intact = *static_cast<const uint64_t*>(p) == free_fill::kPattern && free_mark::is_set(p);
+  bool intact = *static_cast<const uint64_t*>(p) == free_fill::kPattern && free_mark::is_set(p, m);
   if (ROOST_UNLIKELY(!intact)) fault(where, kFreedObjectWritten, p, m->obj_size);
 }
 
@@ -82,12 +89,12 @@ ROOST_INLINE void note_handed_out(void* p) {
 
 // ---- free lists and freed objects (secure build) ----
 
-// An object that waits to be handed out without having been freed (one
-// carved from a slab's tail, or one the service put on an offload ring)
-// is kept as a freed object would be: marked, and filled.
-ROOST_INLINE void note_unused(void* p, uint32_t size) {
-  if constexpr (config::kEncodeLinks) free_mark::set(p);
-  if constexpr (config::kFillFreed) free_fill::fill(p, size);
+// An object of slab `m` that waits to be handed out without having been
+// freed (one carved from a slab's tail, or one the service put on an
+// offload ring) is kept as a freed object would be: marked, and filled.
+ROOST_INLINE void note_unused(const ChunkMeta* m, void* p) {
+  if constexpr (config::kEncodeLinks) free_mark::set(p, m);
+  if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
 }
 
 // A check below failed: `p`, reached through `holder`'s link (nullptr: `p`
@@ -96,9 +103,9 @@ ROOST_INLINE void note_unused(void* p, uint32_t size) {
 // link was.
 [[noreturn]] ROOST_SLOW void damaged(const FreeObject* holder, const void* p, unsigned sc);
 
-// The successor of `o` (a free object of class `sc`) on its list.  The
-// secure build follows the link only to an object of the same slab that
-// carries its free mark.
+// The successor of `o` (a free object of class `sc`, its mark checked) on
+// its list.  The secure build follows the link only to an object of the
+// same slab that carries the same free mark.
 ROOST_INLINE FreeObject* next_checked(unsigned sc, const FreeObject* o) {
   FreeObject* n = freelist::next(o);
   if constexpr (config::kEncodeLinks) {
@@ -106,10 +113,22 @@ ROOST_INLINE FreeObject* next_checked(unsigned sc, const FreeObject* o) {
       uintptr_t apart = reinterpret_cast<uintptr_t>(n) ^ reinterpret_cast<uintptr_t>(o);
       if (ROOST_UNLIKELY((apart >> sizeclass::kInfo.info[sc].slab_bits) != 0))
         damaged(o, nullptr, sc);
-      if (ROOST_UNLIKELY(!free_mark::is_set(n))) damaged(o, n, sc);
+      if (ROOST_UNLIKELY(!free_mark::same(n, o))) damaged(o, n, sc);
     }
   }
   return n;
+}
+
+// next_checked()'s test without its branch for the list's end, for the
+// malloc fast path (secure build): the successor `o`'s link names, when it
+// lies in o's slab (`slab_bytes`, a power of two, aligned so) and carries
+// o's free mark; else nullptr, for the list's end too (the fast path's slow
+// branch, Allocator::take_last, tells the end from damage).
+ROOST_INLINE FreeObject* fast_next(const FreeObject* o, uint64_t slab_bytes) {
+  uintptr_t apart = freelist::next_apart(o);
+  auto* n = reinterpret_cast<FreeObject*>(apart ^ reinterpret_cast<uintptr_t>(o));
+  if (ROOST_LIKELY(apart < slab_bytes && free_mark::same(n, o))) return n;
+  return nullptr;
 }
 
 // `p`, the head of a free list of class `sc`: in the secure build its
@@ -121,12 +140,20 @@ ROOST_INLINE void fill_intact(unsigned sc, const FreeObject* p) {
   }
 }
 
-// ...and, for a head no link was checked on the way to, its mark too.
-ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
+// ...and, for a head no link was checked on the way to, its mark too: its
+// slab's, `m`...
+ROOST_INLINE void head_intact(const ChunkMeta* m, unsigned sc, const FreeObject* p) {
   if constexpr (config::kEncodeLinks) {
-    if (ROOST_UNLIKELY(!free_mark::is_set(p))) damaged(nullptr, p, sc);
+    if (ROOST_UNLIKELY(!free_mark::is_set(p, m))) damaged(nullptr, p, sc);
   }
   fill_intact(sc, p);
+}
+// ...which the pagemap names when the caller does not know it.
+ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
+  if constexpr (config::kEncodeLinks)
+    head_intact(pagemap::lookup(p), sc, p);
+  else
+    fill_intact(sc, p);
 }
 
 // `p`, the head of a free list of class `sc` (a list just taken from a
@@ -137,10 +164,11 @@ ROOST_INLINE FreeObject* take_first(unsigned sc, FreeObject* p) {
   return next_checked(sc, p);
 }
 
-// An object the service puts on an offload ring (frontend/offload.h) waits
-// there as an unused object whose link ends the list...
-ROOST_INLINE void note_parked(void* p, uint32_t size) {
-  note_unused(p, size);
+// An object of slab `m` the service puts on an offload ring
+// (frontend/offload.h) waits there as an unused object whose link ends the
+// list...
+ROOST_INLINE void note_parked(const ChunkMeta* m, void* p) {
+  note_unused(m, p);
   if constexpr (config::kEncodeLinks) freelist::set_next(freelist::as_object(p), nullptr);
 }
 
@@ -167,11 +195,11 @@ ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
 // fast list, in a BatchIt cache or a message): a double free, which
 // tagged_twice() confirms.  Else the free tags it.
 ROOST_INLINE bool is_tagged(const ChunkMeta* m, const void* p) {
-  if constexpr (config::kTagFreed) return free_mark::is_tagged(p, m);
+  if constexpr (config::kTagFreed) return free_mark::is_set(p, m);
   return false;
 }
 ROOST_INLINE void tag(const ChunkMeta* m, void* p) {
-  if constexpr (config::kTagFreed) free_mark::tag(p, m);
+  if constexpr (config::kTagFreed) free_mark::set(p, m);
 }
 
 // `p`, found tagged by a free: a double free, reported once its link word
@@ -194,7 +222,7 @@ ROOST_INLINE void batch_word_intact(const ChunkMeta* m, const void* node) {
   if constexpr (config::kTagFreed) {
     const void* tail = slab_batch::tail_of(node);
     if (ROOST_UNLIKELY(slab_batch::batch_word_beside_link(m->obj_size) &&
-                       free_mark::is_tagged(tail, m)))
+                       free_mark::is_set(tail, m)))
       fault("receiving a message", kDoubleFree, tail, m->obj_size);
   }
 }

@@ -37,14 +37,15 @@ ROOST_INLINE void* alloc_with_canary(unsigned sc, size_t size) {
 }
 
 ROOST_INLINE void* alloc(size_t size) {
-  if constexpr (config::kZeroSizeFaults) {
-    if (ROOST_UNLIKELY(size == 0)) return alloc_zero_size(config::kMinAlloc);
-  }
   if constexpr (config::kSlackCanaries) {
+    if constexpr (config::kZeroSizeFaults) {
+      if (ROOST_UNLIKELY(size == 0)) return alloc_zero_size(config::kMinAlloc);
+    }
     if (ROOST_LIKELY(size <= config::kMaxSmall - config::kSlackCanaryBytes))
       return alloc_with_canary(sizeclass::from_size(size + config::kSlackCanaryBytes), size);
     return alloc_large(size, 1, false);
   }
+  // (Size 0 too, where it faults: Allocator::alloc_small.)
   if (ROOST_LIKELY(size <= config::kTableClassified)) return pool::current()->alloc_small(size);
   if (ROOST_LIKELY(size <= config::kMaxSmall))
     return pool::current()->alloc(sizeclass::from_size_clz(size));
@@ -60,7 +61,23 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
     ChunkMeta* m = pagemap::record_at(index);
     if constexpr (config::kDetectDoubleFree) {
       // Only an exact object start of a slab carries a mark; the slow path
-      // names whatever else this is.
+      // names whatever else this is.  The thread's own object first: an
+      // allocator owns slabs alone, so its record needs no kind test (the
+      // hardened build's quarantine takes the path below).
+      if (!config::kQuarantine && ROOST_LIKELY(owned_by(m, a))) {
+        if (ROOST_UNLIKELY(!slab::is_object_start(m, p))) {
+          dealloc_slow(p, m, a, where);
+          return;
+        }
+        // (note_small_free()'s own test folds into this one.)
+        if (ROOST_UNLIKELY(free_mark::is_set(p, m))) {
+          checks::freed_twice(p, m, where);
+          return;
+        }
+        checks::note_small_free(m, p, where);
+        a->free_owned(m, p);
+        return;
+      }
       if (ROOST_UNLIKELY(m->kind != ChunkKind::kSlab || !slab::is_object_start(m, p))) {
         dealloc_slow(p, m, a, where);
         return;

@@ -115,9 +115,9 @@ void* make(Allocator* s, unsigned sc) {
   if (p == nullptr) return nullptr;
   s->count_alloc(sc, -1);
   if constexpr (config::kEncodeLinks || config::kFillFreed)
-    checks::note_parked(p, sizeclass::kInfo.info[sc].size);
+    checks::note_parked(pagemap::lookup(p), p);
   // The default build's free tag too: a free of it now is a double free.
-  if constexpr (config::kTagFreed) free_mark::tag(p, pagemap::lookup(p));
+  if constexpr (config::kTagFreed) free_mark::set(p, pagemap::lookup(p));
   return p;
 }
 

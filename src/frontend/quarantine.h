@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/free_mark.h"
+#include "ds/secret.h"
 
 namespace roost {
 
@@ -51,7 +51,7 @@ class Quarantine {
   // quarantine's own address (its allocator's).
   ROOST_INLINE uint64_t next_random() {
     uint64_t x = state_;
-    if (ROOST_UNLIKELY(x == 0)) x = free_mark::g_secret ^ reinterpret_cast<uintptr_t>(this);
+    if (ROOST_UNLIKELY(x == 0)) x = secret::g_value ^ reinterpret_cast<uintptr_t>(this);
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;

@@ -81,10 +81,10 @@ class Sampler {
   void hold(unsigned sc, FreeObject* list) { held_[sc] = list; }
 
   // Every class's held objects go to the front of its fast list (in
-  // `fast_lists`), so that an allocator releasing its fast lists releases
+  // `fast_lists`, one per class), so that an allocator releasing its fast lists releases
   // them too.  `next(sc, o)`: the successor of `o` on a list of class sc.
   template <typename Next>
-  void release_held(FreeObject* (&fast_lists)[sizeclass::kCount], Next&& next) {
+  void release_held(FreeObject** fast_lists, Next&& next) {
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
       FreeObject* list = take_held(sc);
       if (list == nullptr) continue;

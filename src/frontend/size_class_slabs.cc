@@ -142,8 +142,7 @@ FreeObject* SizeClassSlabs::adopt(ChunkMeta* m, ChunkCache& cache) {
   return list;
 }
 
-bool SizeClassSlabs::release_unused(FreeObject* (&fast_lists)[sizeclass::kCount],
-                                    ChunkCache& cache) {
+bool SizeClassSlabs::release_unused(FreeObject** fast_lists, ChunkCache& cache) {
   uint64_t slabs_before = slab_count();
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     // The objects on the fast list go back to their slabs (not counted as

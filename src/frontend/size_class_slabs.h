@@ -102,7 +102,7 @@ class SizeClassSlabs {
   // a tail to carve), a slab with free objects is left on the available
   // list, and every empty slab goes back to `cache` (thread exit, trim, a
   // parked allocator's mail delivered).  True if any slab went.
-  bool release_unused(FreeObject* (&fast_lists)[sizeclass::kCount], ChunkCache& cache);
+  bool release_unused(FreeObject** fast_lists, ChunkCache& cache);
 
   // ---- adoption: a slab changes allocators (frontend/adoption.h) ----
   // The giver is parked and held by the caller (the pool lock: no thread,

@@ -15,7 +15,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
   set_kind(m, ChunkKind::kSlab);
   m->state = SlabState::kActive;
   m->needed = kActiveHold;  // nothing out
-  m->recip = info.recip;
+  m->inverse = info.inverse;
   m->obj_size = info.size;
   m->carved = 0;
   if (resident > pages) resident = pages;

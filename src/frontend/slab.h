@@ -23,18 +23,17 @@
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/freelist.h"
+#include "ds/secret.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
 #include "frontend/checks.h"
 
 namespace roost::slab {
 
-// Is `p` the start of an object of the slab `m`?  Division-free: the index
-// is a multiply by the class's reciprocal and a shift.
+// Is `p` (an address in the slab `m`) the start of an object of it?  Its
+// offset a multiple of the object size: a multiply and a compare.
 ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
-  uintptr_t off = reinterpret_cast<uintptr_t>(p) - m->base;
-  uintptr_t index = (off * m->recip) >> sizeclass::kRecipShift;
-  return index * m->obj_size == off;
+  return sizeclass::is_multiple(reinterpret_cast<uintptr_t>(p) - m->base, m->inverse);
 }
 
 // Does an object of slab `m` resized to `size` bytes stay where it is?  A
@@ -73,7 +72,7 @@ ROOST_INLINE bool return_object(ChunkMeta* m, void* p) {
 // the slab reached its next state change.  The default build's tail gets
 // its free tag back (a 16-byte one carried the batch word there).
 ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
-  if constexpr (config::kTagFreed) free_mark::tag(b.tail, m);
+  if constexpr (config::kTagFreed) free_mark::set(b.tail, m);
   m->free_head = slab_batch::splice(b, m->free_head, m->obj_size);
   m->needed -= static_cast<int32_t>(b.count);
   return m->needed <= 0;
@@ -121,7 +120,7 @@ inline FreeObject* take_free(ChunkMeta* m) {
   FreeObject* list = m->free_head;
   checks::free_list_head(m, list);
   if (config::kShuffle && list != nullptr) {
-    checks::head_intact(m->sizeclass, list);
+    checks::head_intact(m, m->sizeclass, list);
     if (FreeObject* second = checks::next_checked(m->sizeclass, list)) {
       freelist::set_next(list, checks::next_checked(m->sizeclass, second));
       freelist::set_next(second, list);
@@ -165,15 +164,17 @@ inline bool fully_carved(const ChunkMeta* m) {
 // they count as out.
 inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
   uint32_t count = carve_count(m);
-  uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * m->obj_size;
+  uint32_t size = m->obj_size;
+  uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * size;
+  // The secure build keeps each carved object as a freed one would be
+  // (checks::note_unused), as the list is linked.
+  auto keep = [&](FreeObject* o) {
+    if constexpr (config::kEncodeLinks || config::kFillFreed) checks::note_unused(m, o);
+  };
   if constexpr (config::kShuffle)
-    list = freelist::build_shuffled(first, m->obj_size, count, list, free_mark::g_secret ^ first);
+    list = freelist::build_shuffled(first, size, count, list, secret::g_value ^ first, keep);
   else
-    list = freelist::build(first, m->obj_size, count, list);
-  if constexpr (config::kEncodeLinks || config::kFillFreed) {
-    for (uint32_t i = 0; i < count; i++)
-      checks::note_unused(reinterpret_cast<void*>(first + uintptr_t{i} * m->obj_size), m->obj_size);
-  }
+    list = freelist::build(first, size, count, list, keep);
   m->carved = static_cast<uint16_t>(m->carved + count);
   m->needed += static_cast<int32_t>(count);
   uint32_t end =

@@ -1,5 +1,5 @@
 // Size classes: round trip, smallest fit, waste bound, alignment, table and
-// clz paths agree, and the reciprocal gives exact object indices.
+// clz paths agree, and the object-start test is exact.
 #include "ds/sizeclass.h"
 
 #include <gtest/gtest.h>
@@ -74,23 +74,20 @@ TEST(SizeClass, CarvesTouchFewPages) {
   }
 }
 
-TEST(SizeClass, ReciprocalIndexIsExactOverTheWholeSlab) {
+TEST(SizeClass, ObjectStartTestIsExactOverTheWholeSlab) {
+  // Every 16-byte offset of the slab (and one slab beyond it): a multiple
+  // of the object size exactly when the multiply-and-compare says so.
   for (unsigned sc = 0; sc < kCount; sc++) {
     const ClassInfo& info = kInfo.info[sc];
-    for (uint64_t i = 0; i < info.capacity; i++) {
-      uint64_t off = i * info.size;
-      ASSERT_EQ((off * info.recip) >> kRecipShift, i) << sc;
-      // Any other 16-byte offset inside the object is not a start.
-      uint64_t inside = off + 16;
-      if (16 < info.size) {
-        uint64_t idx = (inside * info.recip) >> kRecipShift;
-        ASSERT_NE(idx * info.size, inside) << sc;
-      }
-      uint64_t last = off + info.size - 16;
-      if (last != off) {
-        uint64_t idx = (last * info.recip) >> kRecipShift;
-        ASSERT_EQ(idx, i) << sc;
-      }
-    }
+    uint64_t slab = uint64_t{1} << info.slab_bits;
+    for (uint64_t off = 0; off < 2 * slab; off += 16)
+      ASSERT_EQ(is_multiple(off, info.inverse), off % info.size == 0) << sc << " " << off;
+  }
+  // The test's bound: every offset below 2^32 for the classes' sizes and
+  // for odd divisors, which have no shortcut through low bits.
+  for (uint64_t size : {uint64_t{48}, uint64_t{80}, uint64_t{3}, uint64_t{229376}}) {
+    uint64_t inverse = inverse_of(size);
+    for (uint64_t off = (uint64_t{1} << 32) - 4 * size; off < (uint64_t{1} << 32); off++)
+      ASSERT_EQ(is_multiple(off, inverse), off % size == 0) << size << " " << off;
   }
 }

@@ -63,7 +63,7 @@ TEST(Slab, StartMakesAnEmptyActiveSlabMappedToItsRecord) {
   EXPECT_EQ(kind_of(s.m), ChunkKind::kSlab);
   EXPECT_EQ(s.m->sizeclass, kClass48);
   EXPECT_EQ(s.m->obj_size, 48u);
-  EXPECT_EQ(s.m->recip, info.recip);
+  EXPECT_EQ(s.m->inverse, info.inverse);
   EXPECT_EQ(s.m->carved, 0u);
   EXPECT_EQ(s.m->free_head, nullptr);
   EXPECT_TRUE(slab::is_active(s.m));
