@@ -335,6 +335,10 @@ TEST(DoubleFree, LargeObject) {
 }
 
 TEST(DoubleFree, LargeObjectAfterOtherLargeAllocations) {
+  if (offload_on())
+    GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service, filling this thread's rings, may carve a "
+                    "slab out of the released chunk before the second free, which then frees "
+                    "one of its objects";
   void* p = g_malloc(300000);
   expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
     g_free(p);
