@@ -303,6 +303,15 @@ inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
 #define ROOST_SECURE_LINKS ROOST_SECURE
 #endif
 inline constexpr bool kEncodeLinks = ROOST_SECURE_LINKS != 0;
+
+// The malloc fast path's per-class allocation counts in 32 bits, folded
+// into 64 at each refill (ds/counter.h EventCounts): on x86-64 the count is
+// then addressed from the class index at a scale of 4, apart from the fast
+// list head's 8, and the fast path forms no address of the head first (one
+// instruction fewer).  The secure build's fast path uses the head's
+// address four times (the class's slab size sits beside it) and keeps
+// 64-bit counts, which share it.
+inline constexpr bool kNarrowAllocCounts = !kEncodeLinks;
 static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free marks");
 // A freed small object's bytes past its link and mark, up to
 // kFillMaxBytes of them (a multiple of 16), and its last 16 bytes, are

@@ -50,14 +50,14 @@ void* Allocator::take_last(FreeObject** slot, Allocator* a) {
   FreeObject* p = *slot;
   // Null, or damage, which next_checked() reports.
   *slot = checks::next_checked(sc, p);
-  count_event(a->counters_.allocs[sc]);
+  a->counters_.allocs.count(sc);
   checks::note_handed_out(p);
   return p;
 }
 
 void* Allocator::sampling_stand_in(Allocator* a, unsigned sc, const void* caller) {
   // The common refill: no list it hands out reaches the class's next point.
-  if (ROOST_LIKELY(a->sampler_.beyond_reach(sc, read_counter(a->counters_.allocs[sc]))))
+  if (ROOST_LIKELY(a->sampler_.beyond_reach(sc, a->counters_.allocs.read(sc))))
     return a->refill_unsampled(sc);
   return a->refill_sampled(sc, caller);
 }
@@ -70,8 +70,9 @@ void* Allocator::refill_sampled(unsigned sc, const void* caller) {
     return refill_unsampled(sc);
   }
   if (ROOST_UNLIKELY(!sampler_.started()))
-    sampler_.start(counters_.allocs, [](unsigned) { return profile::next_interval(); });
-  uint64_t allocs = read_counter(counters_.allocs[sc]);
+    sampler_.start([this](unsigned c) { return counters_.allocs.read(c); },
+                   [](unsigned) { return profile::next_interval(); });
+  uint64_t allocs = counters_.allocs.read(sc);
   if (sampler_.ahead(sc, allocs) <= 0) {
     // This object holds the sample point.  (Served apart, it is not counted
     // here: the next point's objects start from this count.)

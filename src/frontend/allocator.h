@@ -47,13 +47,21 @@
 namespace roost {
 
 // Small objects allocated by one allocator's thread (hot: every malloc
-// counts), and freed by it onto a full offload's ring, per class.  Its
-// other frees are counted elsewhere: into its own slabs from the slabs
+// counts, in a word that refills fold into 64 bits: EventCounts), and
+// freed by it onto a full offload's ring, per class.  Its other frees are
+// counted elsewhere: into its own slabs from the slabs
 // (SizeClassSlabs::list_balance), into other allocators' slabs as they are
 // sent (Messenger::sent_by_class).  Statistics read them from other
 // threads, approximately.
 struct ClassCounters {
-  uint64_t allocs[sizeclass::kCount] = {};
+  // Refills count at most two lists apart, each of at most a slab's
+  // capacity (under 2^16: fits_slab_record): the list a refill hands out,
+  // and the held objects a sampled refill installs uncounted.
+  EventCounts<sizeclass::kCount, std::conditional_t<config::kNarrowAllocCounts, uint32_t, uint64_t>,
+              17>
+      allocs;
+  // Allocations the offload side took back (uncount_alloc).
+  uint64_t allocs_taken_back[sizeclass::kCount] = {};
   uint64_t frees[sizeclass::kCount] = {};
 };
 
@@ -102,7 +110,7 @@ class Allocator {
       } else {
         fast_[sc] = checks::take(sc, p);
       }
-      count_event(counters_.allocs[sc]);
+      counters_.allocs.count(sc);
       checks::note_handed_out(p);
       return p;
     }
@@ -285,9 +293,8 @@ class Allocator {
   // The offload side's corrections to its own allocator's counts (ring
   // objects are counted where a thread takes or leaves them): any thread
   // holding the offload lock may make them, hence relaxed atomic stores.
-  void count_alloc(unsigned sc, int64_t n) {
-    bump_counter(counters_.allocs[sc], static_cast<uint64_t>(n));
-  }
+  // uncount_alloc: the allocation of class `sc` it just made.
+  void uncount_alloc(unsigned sc) { bump_counter(counters_.allocs_taken_back[sc]); }
   void count_free(unsigned sc, int64_t n) {
     bump_counter(counters_.frees[sc], static_cast<uint64_t>(n));
   }
@@ -322,7 +329,7 @@ class Allocator {
     if (ROOST_UNLIKELY(port_ != nullptr)) {
       if (void* p = offload::take(port_, sc)) {
         checks::parked_intact(sc, p);
-        count_event(counters_.allocs[sc]);
+        counters_.allocs.count_and_fold(sc);  // a refill (EventCounts)
         return p;
       }
     }
@@ -360,7 +367,9 @@ class Allocator {
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
     fast_[sc] = checks::take_first(sc, list);
-    count_event(counters_.allocs[sc]);
+    // The list is all the fast path counts until the next refill
+    // (EventCounts).
+    counters_.allocs.count_and_fold(sc);
     return list;
   }
   // A free brought slab `m` to its state change.

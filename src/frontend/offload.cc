@@ -113,7 +113,7 @@ Allocator* service_allocator() {
 void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
-  s->count_alloc(sc, -1);
+  s->uncount_alloc(sc);
   if constexpr (config::kEncodeLinks || config::kFillFreed)
     checks::note_parked(pagemap::lookup(p), p);
   // The default build's free tag too: a free of it now is a double free.

@@ -44,10 +44,10 @@ class Sampler {
   // Has every class a sample point (see start())?
   bool started() const { return started_; }
   // Sets every class's next sample point `draw(sc)` bytes from its next
-  // object, the class's allocation count being `allocs[sc]` now.
-  template <typename Draw>
-  void start(const uint64_t* allocs, Draw&& draw) {
-    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) restart(sc, allocs[sc], draw(sc));
+  // object, the class's allocation count being `allocs(sc)` now.
+  template <typename Allocs, typename Draw>
+  void start(Allocs&& allocs, Draw&& draw) {
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++) restart(sc, allocs(sc), draw(sc));
     started_ = true;
   }
 

@@ -33,8 +33,7 @@ TEST(Sampler, UntilStartedEveryRefillLooks) {
 TEST(Sampler, APointIsTheCountOfTheObjectHoldingIt) {
   ASSERT_GT(kCapacity, 20u);
   Sampler s;
-  uint64_t allocs[sizeclass::kCount] = {};
-  allocs[kClass] = 1000;
+  auto allocs = [](unsigned sc) { return sc == kClass ? uint64_t{1000} : 0; };
   // Ten objects end before the point; the eleventh holds it.
   s.start(allocs, [](unsigned sc) { return sc == kClass ? 10 * kSize + kSize - 1 : 1u << 30; });
   ASSERT_TRUE(s.started());
@@ -50,8 +49,7 @@ TEST(Sampler, APointIsTheCountOfTheObjectHoldingIt) {
 
 TEST(Sampler, ARefillIsBeyondReachWhileNoSlabsWorthOfObjectsGetsThere) {
   Sampler s;
-  uint64_t allocs[sizeclass::kCount] = {};
-  s.start(allocs, [](unsigned) { return uint64_t{1} << 40; });
+  s.start([](unsigned) { return uint64_t{0}; }, [](unsigned) { return uint64_t{1} << 40; });
   EXPECT_TRUE(s.beyond_reach(kClass, 0));
   // The point `kCapacity + 5` objects from count 5000: a refill at count A
   // hands out at most the objects A .. A + kCapacity - 1.
