@@ -112,8 +112,13 @@ void observe(const std::function<void()>& misuse) {
   GTEST_SKIP() << outcome << ": " << first_line;
 }
 
+// A child's exit code: allocate_until_handed_out() under offload, the
+// object not back.
+constexpr int kNotHandedOutUnderOffload = 77;
+
 // What every case shares: the child's result, or nothing when the case
 // does not run here (skipped, saying why, or only observed).
+
 std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& misuse) {
   std::string build = build_under_test();
   if (build == "observe") {
@@ -136,7 +141,15 @@ std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& 
     [] { GTEST_SKIP() << "only the hardened build is meant to catch this (libroost-hardened)"; }();
     return std::nullopt;
   }
-  return run_in_child(misuse, 30);
+  ChildResult r = run_in_child(misuse, 30);
+  if (offload_on() && r.exited && r.exit_code == kNotHandedOutUnderOffload) {
+    [] {
+      GTEST_SKIP() << "under ROOST_OFFLOAD=1 the freed object went to a slab the service's "
+                      "allocator lets sleep, and did not come back (allocate_until_handed_out)";
+    }();
+    return std::nullopt;
+  }
+  return r;
 }
 
 // Runs `misuse` in a child and checks that the build under test stops it
@@ -188,7 +201,14 @@ void expect_access_faults(Caught caught, const std::function<void()>& misuse) {
 // outbox to this thread's inbox, which it reads only when it allocates for
 // itself: every 20 000 allocations malloc_trim() sends the service's
 // outbox home, takes this thread's mail and empties its rings, so that the
-// next allocations are its own.
+// next allocations are its own.  An object the service's allocator made
+// (for an alloc ring) goes back to the service's slab, and comes back only
+// through the service's refills: never, if that slab has gone to sleep
+// meanwhile (every other object of it handed out, too few free since to
+// wake it: a refill carves a fresh slab instead, by design).  Then the
+// child exits with kNotHandedOutUnderOffload, and the case is skipped
+// (run_case): it tested nothing.  (Without offload the object goes back to
+// this thread's active slab, which the next refill takes.)
 void allocate_until_handed_out(const void* p, size_t size) {
   // The hardened build's quarantine holds a freed object for 128 frees on
   // average (kQuarantineSlots random slots): 4096 frees of objects of
@@ -205,6 +225,7 @@ void allocate_until_handed_out(const void* p, size_t size) {
     if (wait_for_service && i % 1000 == 0) usleep(1000);
     if (wait_for_service && i % 20000 == 0) malloc_trim(0);
   }
+  if (wait_for_service) _exit(kNotHandedOutUnderOffload);
   child_check(false, "the freed object never came back");
 }
 
@@ -431,6 +452,28 @@ TEST(WriteAfterFree, OneByteThenMallocOfTheSameSize) {
   });
 }
 
+// Another thread's free of this thread's object: it waits in that
+// thread's quarantine and BatchIt cache (under ROOST_OFFLOAD=1, on its free
+// ring until the service sends it) and goes home as a message, whose batch
+// word lands on the object's last word, where the pattern lies.  A write
+// there meanwhile is caught as the message is sent (or, under offload,
+// where the service sent it first, as the message arrives): the batch word
+// does not hide it, though the receiver puts the pattern back.
+TEST(WriteAfterFree, LastByteWhileOnItsWayHome) {
+  char* p = static_cast<char*>(g_malloc(64));
+  size_t slot = slot_of(64);
+  std::string fault = "write to a freed object";
+  if (offload_on()) fault = "(" + fault + "|corrupted message)";
+  expect_caught(Caught::kHardened, fault, p, [p, slot] {
+    // The thread's exit sends what its quarantine and cache hold.
+    std::thread([p, slot] {
+      g_free(p);
+      p[slot - 1] = 1;
+    }).join();
+    allocate_until_handed_out(p, 64);
+  });
+}
+
 TEST(WriteAfterFree, WholeObjectByMemcpyThenMalloc) {
   char* p = static_cast<char*>(g_malloc(112));
   expect_caught(Caught::kSecure, "write to a freed object", p, [p] {
@@ -622,6 +665,8 @@ TEST(Overflow, UpToEightBytesIntoAFreeNeighbourTheDefaultBuildRunsOn) {
           for (int i = 0; i < 10000; i++) memset(g_malloc(48), 0x11, 48);
         },
         30);
+    if (offload_on() && r.exited && r.exit_code == kNotHandedOutUnderOffload)
+      GTEST_SKIP() << "the freed neighbour did not come back (allocate_until_handed_out)";
     EXPECT_TRUE(r.exited && r.exit_code == 0) << len << " bytes: " << r.describe();
     EXPECT_EQ(r.err, "") << len << " bytes";
     for (void* p : keep) g_free(p);

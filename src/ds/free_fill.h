@@ -10,7 +10,9 @@
 // at reuse.  The bytes between are zeroed at the free (those the program
 // may have written).  A message's tail
 // has its batch word in its last word meanwhile (ds/slab_batch.h): the
-// owner puts the pattern back when the batch comes home.
+// sender checks the pattern is there before it writes the word
+// (last_word_intact), and the owner puts the pattern back when the batch
+// comes home.
 //
 // Owns: the pattern and which words carry it.  Must never: be used by the
 // default build's paths.
@@ -79,6 +81,13 @@ ROOST_INLINE void zero_between(void* p, uint32_t size, size_t written) {
   if (end > last) end = last;
   if (end > kMaxEndPair)
     __builtin_memset(static_cast<Pair*>(p) + kMaxEndPair, 0, (end - kMaxEndPair) * sizeof(Pair));
+}
+
+// Does the object's last word carry the pattern, if it is one of the
+// filled words?  (Where a message's batch word goes.)
+ROOST_INLINE bool last_word_intact(const void* p, uint32_t size) {
+  return last_pair(size) < kFirstPair ||
+         static_cast<const uint64_t*>(p)[size / sizeof(uint64_t) - 1] == kPattern;
 }
 
 // The object's last word carries the pattern again (it held a batch

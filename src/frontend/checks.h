@@ -244,6 +244,21 @@ ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
   if (ROOST_UNLIKELY(m->free_head == p)) fault("free", kDoubleFree, p, m->obj_size);
 }
 
+// ---- messages sent (hardened build) ----
+
+// `tail`, an object of slab `m`, is about to carry a batch word where its
+// freed pattern lies (slab_batch::batch_word: its last word), which the
+// receiver puts back: the pattern must be there still, or the program
+// wrote to the object since its free, and the batch word would hide it.
+// (A BatchIt cache holds freed objects for a while, and under full offload
+// the service sends what a thread freed some time after the free.)
+ROOST_INLINE void tail_unwritten(const ChunkMeta* m, const void* tail) {
+  if constexpr (config::kFillFreed) {
+    if (ROOST_UNLIKELY(!free_fill::last_word_intact(tail, m->obj_size)))
+      fault("sending a message", kFreedObjectWritten, tail, m->obj_size);
+  }
+}
+
 // ---- messages received (secure build) ----
 
 // The inbox is about to follow `holder`'s link (nullptr: its stub's) to
