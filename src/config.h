@@ -305,7 +305,7 @@ inline constexpr bool kShuffle = ROOST_SECURE_SHUFFLE != 0;
 inline constexpr bool kEncodeLinks = ROOST_SECURE_LINKS != 0;
 
 // The malloc fast path's per-class allocation counts in 32 bits, folded
-// into 64 at each refill (ds/counter.h EventCounts): on x86-64 the count is
+// into 64 by refills (ds/counter.h EventCounts): on x86-64 the count is
 // then addressed from the class index at a scale of 4, apart from the fast
 // list head's 8, and the fast path forms no address of the head first (one
 // instruction fewer).  The secure build's fast path uses the head's

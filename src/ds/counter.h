@@ -5,9 +5,9 @@
 // thread, which increments them with plain instructions (the fast paths
 // cannot afford an atomic read-modify-write); statistics read them from
 // other threads with a relaxed atomic load (std::atomic_ref), so a figure
-// read while its thread runs is approximate.  A fast path's per-class
-// counts are 32 bits wide, widened to 64 by their owner's folds
-// (EventCounts).  Also how statistics read other fields their owners write
+// read while its thread runs is approximate.  The malloc fast path's
+// per-class counts may be narrower, widened to 64 bits by their owner's
+// folds (EventCounts).  Also how statistics read other fields their owners write
 // plainly (ROOST_RACY_READER).  Must never: be used for anything but
 // statistics (and the heap profiler's sample points, read by the owner), or
 // order memory accesses other than a count's own.
@@ -75,9 +75,10 @@ ROOST_INLINE void bump_counter(Word& counter, std::type_identity_t<Word> n = 1) 
 // bits: whenever the narrow word, modulo a quarter of its range, is below
 // 2^StepBits.  No run of steps that short passes that window by, so a fold
 // comes at least once every quarter range; a refill outside it pays a
-// load, a test and a branch.  A fold records the whole count, and the narrow word never
-// restarts: read() is the last fold's figure plus the narrow difference
-// since.  Counts only grow (what takes events back keeps its own count).
+// load, a test and a branch.  A fold records the whole count, and the
+// narrow word never restarts: read() is the last fold's figure plus the
+// narrow difference since.  Counts only grow (what takes events back keeps
+// its own count).
 template <unsigned N, typename Word, unsigned StepBits>
 class EventCounts {
  public:
