@@ -246,10 +246,12 @@ ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
 
 // ---- messages sent (hardened build) ----
 
-// `tail`, an object of slab `m`, is about to carry a batch word where its
-// freed pattern lies (slab_batch::batch_word: its last word), which the
-// receiver puts back: the pattern must be there still, or the program
-// wrote to the object since its free, and the batch word would hide it.
+// `tail`, an object of slab `m`, is about to go home as a message's tail:
+// where its last word carries the freed pattern, the batch word goes there
+// (slab_batch::batch_word) and the receiver puts the pattern back, so the
+// pattern must be there still, or the program wrote to the object since
+// its free, and the batch word would hide it.  (A 16-byte tail has no
+// pattern there and carries no batch word.)
 // (A BatchIt cache holds freed objects for a while, and under full offload
 // the service sends what a thread freed some time after the free.)
 ROOST_INLINE void tail_unwritten(const ChunkMeta* m, const void* tail) {

@@ -207,7 +207,7 @@ void Messenger::note_received(uint64_t batches, uint64_t objects, uint64_t forwa
 
 void Messenger::send_alone(ChunkMeta* m, void* p) {
   auto* o = static_cast<FreeObject*>(p);
-  if (slab_batch::batches_allowed(m->obj_size)) checks::tail_unwritten(m, o);
+  checks::tail_unwritten(m, o);
   QueueNode* node = slab_batch::seal(o, o, 1, m->obj_size);
   deliver(owner_of(m), node, node);
   add_shared_counter(g_alone.remote_frees, 1);

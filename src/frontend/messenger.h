@@ -191,7 +191,7 @@ class Messenger {
   // time (the free fast path counts nothing); the caller counts the batches
   // and objects it filed in all (count_sent).
   void file_batch(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
-    if (slab_batch::batches_allowed(m->obj_size)) checks::tail_unwritten(m, tail);
+    checks::tail_unwritten(m, tail);
     file(owner_of(m), slab_batch::seal(head, tail, count, m->obj_size), 0);
     bump_counter(sent_by_class_[m->sizeclass], count);
   }
