@@ -250,10 +250,10 @@ ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
 // where its last word carries the freed pattern, the batch word goes there
 // (slab_batch::batch_word) and the receiver puts the pattern back, so the
 // pattern must be there still, or the program wrote to the object since
-// its free, and the batch word would hide it.  (A 16-byte tail has no
-// pattern there and carries no batch word.)
-// (A BatchIt cache holds freed objects for a while, and under full offload
-// the service sends what a thread freed some time after the free.)
+// its free, and the batch word would hide it.  A freed object can wait a
+// while before it is sent (in a BatchIt cache; under full offload, until
+// the service carries out the free).  A 16-byte tail has no pattern there
+// and carries no batch word.
 ROOST_INLINE void tail_unwritten(const ChunkMeta* m, const void* tail) {
   if constexpr (config::kFillFreed) {
     if (ROOST_UNLIKELY(!free_fill::last_word_intact(tail, m->obj_size)))
