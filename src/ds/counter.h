@@ -13,6 +13,7 @@
 // order memory accesses other than a count's own.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
@@ -96,11 +97,14 @@ class EventCounts {
   // owner counts).  The fold's release and this acquire: a narrow word
   // read after a fold is never older than the fold's.
   uint64_t read(unsigned i) const {
-    if constexpr (kWhole) return read_counter(low_[i]);
-    uint64_t mark =
-        std::atomic_ref(const_cast<uint64_t&>(mark_[i])).load(std::memory_order_acquire);
-    Word low = read_counter(low_[i]);
-    return mark + static_cast<Word>(low - static_cast<Word>(mark));
+    if constexpr (kWhole) {
+      return read_counter(low_[i]);
+    } else {
+      uint64_t mark =
+          std::atomic_ref(const_cast<uint64_t&>(mark_[i])).load(std::memory_order_acquire);
+      Word low = read_counter(low_[i]);
+      return mark + static_cast<Word>(low - static_cast<Word>(mark));
+    }
   }
 
  private:
@@ -123,8 +127,12 @@ class EventCounts {
     std::atomic_ref(mark).store(whole, std::memory_order_release);
   }
 
-  Word low_[N] = {};       // the narrow words, counted on
-  uint64_t mark_[N] = {};  // the whole count at the last fold
+  // Whole words are never folded: no marks.
+  struct NoMarks {};
+  using Marks = std::conditional_t<kWhole, NoMarks, std::array<uint64_t, N>>;
+
+  Word low_[N] = {};                       // the narrow words, counted on
+  [[no_unique_address]] Marks mark_ = {};  // the whole count at the last fold
 };
 
 // Adds to a counter that any thread may add to.  Relaxed: only the sum

@@ -68,6 +68,8 @@ TEST(EventCounts, StepsBeyondTheBoundLoseWraps) {
 }
 
 TEST(EventCounts, WholeWordsAreTheCount) {
+  // Nothing beside the words: they are never folded.
+  static_assert(sizeof(EventCounts<3, uint64_t, 17>) == 3 * sizeof(uint64_t));
   EventCounts<3, uint64_t, 17> c;
   for (int k = 0; k < 1000; k++) c.count(2);
   c.count_and_fold(2);
