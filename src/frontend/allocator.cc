@@ -66,7 +66,7 @@ void* Allocator::refill_sampled(unsigned sc, const void* caller) {
   // Not yet sampling (start-up), or a thread inside the profiler (the
   // unwinder allocating) that samples nothing.
   if (!profile::on() || !profile::may_sample()) {
-    if (FreeObject* held = sampler_.take_held(sc)) return hand_out(sc, held);
+    if (FreeObject* held = sampler_.take_held(sc).head) return hand_out(sc, held);
     return refill_unsampled(sc);
   }
   if (ROOST_UNLIKELY(!sampler_.started()))
@@ -80,33 +80,39 @@ void* Allocator::refill_sampled(unsigned sc, const void* caller) {
     if (void* p = alloc_sampled(sc, caller)) {
       // Objects a cut held are next, up to the new point; this refill's
       // list ran dry to bring it here.
-      if (FreeObject* held = sampler_.take_held(sc)) {
-        fast_[sc] = held;
-        cut_fast_list(sc, sampler_.ahead(sc, allocs));
+      if (Sampler::Held held = sampler_.take_held(sc); held.head != nullptr) {
+        fast_[sc] = held.head;
+        cut_fast_list(sc, sampler_.ahead(sc, allocs), held.length);
       }
       return p;
     }
     // No memory for it: served as usual, the point lost.
   }
   void* p;
-  if (FreeObject* held = sampler_.take_held(sc))
-    p = hand_out(sc, held);
-  else
+  uint32_t listed;  // the objects on the fast list after `p`
+  if (Sampler::Held held = sampler_.take_held(sc); held.head != nullptr) {
+    p = hand_out(sc, held.head);
+    listed = held.length - 1;
+  } else {
     p = refill_unsampled(sc);
-  if (p == nullptr) return nullptr;
+    if (p == nullptr) return nullptr;
+    // A list came from a slab, or the object alone (offload's ring, a
+    // class served as large).
+    listed = fast_[sc] != nullptr ? slabs_.last_list_length() - 1 : 0;
+  }
   // `p` was the count's object `allocs`; the fast list keeps those before
   // the point's.
-  cut_fast_list(sc, sampler_.ahead(sc, allocs) - 1);
+  cut_fast_list(sc, sampler_.ahead(sc, allocs) - 1, listed);
   return p;
 }
 
-void Allocator::cut_fast_list(unsigned sc, int64_t keep) {
-  // A list from one slab never holds more than its capacity: one that
-  // cannot reach the point is not walked.
-  if (keep >= static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity)) return;
+void Allocator::cut_fast_list(unsigned sc, int64_t keep, uint32_t length) {
+  // A list that ends before the point is not walked.
+  if (keep >= static_cast<int64_t>(length)) return;
+  if (keep < 0) keep = 0;
   FreeObject* last = nullptr;
   FreeObject* o = fast_[sc];
-  for (; o != nullptr && keep > 0; keep--) {
+  for (int64_t k = 0; o != nullptr && k < keep; k++) {
     last = o;
     o = checks::next_checked(sc, o);
   }
@@ -115,7 +121,7 @@ void Allocator::cut_fast_list(unsigned sc, int64_t keep) {
     fast_[sc] = nullptr;
   else
     freelist::set_next(last, nullptr);
-  sampler_.hold(sc, o);
+  sampler_.hold(sc, o, length - static_cast<uint32_t>(keep));
 }
 
 void* Allocator::alloc_sampled(unsigned sc, const void* caller) {

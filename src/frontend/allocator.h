@@ -341,9 +341,10 @@ class Allocator {
   // sampling_stand_in() is it as a StandIn.
   ROOST_NOINLINE static void* sampling_stand_in(Allocator* a, unsigned sc, const void* caller);
   ROOST_NOINLINE void* refill_sampled(unsigned sc, const void* caller);
-  // Class `sc`'s fast list keeps its first `keep` objects (none if not
-  // positive); the rest wait in the sampler for the point's refill.
-  void cut_fast_list(unsigned sc, int64_t keep);
+  // Class `sc`'s fast list, of `length` objects, keeps its first `keep`
+  // (none if not positive); the rest wait in the sampler for the point's
+  // refill.
+  void cut_fast_list(unsigned sc, int64_t keep, uint32_t length);
   // The object of class `sc` at a sample point: a large object in a spare
   // chunk, else a fresh one, recorded; nullptr when memory runs out.
   void* alloc_sampled(unsigned sc, const void* caller);

@@ -72,13 +72,22 @@ class Sampler {
                       static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity) + 1;
   }
 
-  // Objects a cut left over, for the next refill (nullptr: none).
-  FreeObject* take_held(unsigned sc) {
-    FreeObject* list = held_[sc];
+  // Objects a cut left over, for the next refill (head nullptr: none), and
+  // how many.
+  struct Held {
+    FreeObject* head;
+    uint32_t length;
+  };
+  Held take_held(unsigned sc) {
+    Held held = {held_[sc], held_length_[sc]};
     held_[sc] = nullptr;
-    return list;
+    held_length_[sc] = 0;
+    return held;
   }
-  void hold(unsigned sc, FreeObject* list) { held_[sc] = list; }
+  void hold(unsigned sc, FreeObject* list, uint32_t length) {
+    held_[sc] = list;
+    held_length_[sc] = length;
+  }
 
   // Every class's held objects go to the front of its fast list (in
   // `fast_lists`, one per class), so that an allocator releasing its fast lists releases
@@ -86,7 +95,7 @@ class Sampler {
   template <typename Next>
   void release_held(FreeObject** fast_lists, Next&& next) {
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      FreeObject* list = take_held(sc);
+      FreeObject* list = take_held(sc).head;
       if (list == nullptr) continue;
       FreeObject* tail = list;
       for (FreeObject* n; (n = next(sc, tail)) != nullptr;) tail = n;
@@ -120,6 +129,7 @@ class Sampler {
   uint64_t point_[sizeclass::kCount] = {};
   int64_t reach_from_[sizeclass::kCount] = {};
   FreeObject* held_[sizeclass::kCount] = {};
+  uint32_t held_length_[sizeclass::kCount] = {};
   ChunkMeta* spare_[kSpareChunks] = {};
   unsigned spares_ = 0;
   bool started_ = false;

@@ -41,7 +41,7 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
       m = resident;
     }
   }
-  return slab::carve(m, nullptr);
+  return carve(m);
 }
 
 void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache) {
@@ -138,7 +138,7 @@ FreeObject* SizeClassSlabs::adopt(ChunkMeta* m, ChunkCache& cache) {
   // Available (awake) or active, as its giver held it.
   FreeObject* list = take_free(m, m->state);
   make_active(m, cache);
-  if (list == nullptr) list = slab::carve(m, nullptr);  // an active slab's tail
+  if (list == nullptr) list = carve(m);  // an active slab's tail
   return list;
 }
 

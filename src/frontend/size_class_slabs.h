@@ -64,7 +64,7 @@ class SizeClassSlabs {
     // more memory.
     ChunkMeta* m = active_[sc];
     if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return nullptr;
-    return slab::carve(m, nullptr);
+    return carve(m);
   }
   // An available slab's free objects; it becomes the active one.
   FreeObject* take_available(unsigned sc, ChunkCache& cache) {
@@ -126,6 +126,11 @@ class SizeClassSlabs {
   // is active no longer): it joins the available list or stays asleep.
   void adopt_as_is(ChunkMeta* m, ChunkCache& cache);
 
+  // The objects on the list the last of the steps above returned (or
+  // adopt(): the heap profiler cuts a refill's list at a sample point
+  // without walking one that cannot reach it).
+  uint32_t last_list_length() const { return last_list_length_; }
+
   // `n` objects of class `sc` came back to their slab in the mail (for
   // the list balance).
   void note_delivered(unsigned sc, uint32_t n) { bump_counter(list_balance_[sc], -uint64_t{n}); }
@@ -153,9 +158,15 @@ class SizeClassSlabs {
   // spares the general case's branches), its objects counted in the list
   // balance.
   FreeObject* take_free(ChunkMeta* m, SlabState state) {
-    bump_counter(list_balance_[m->sizeclass],
-                 slab::free_objects(state, m->needed, m->carved, m->sizeclass));
+    uint32_t n = slab::free_objects(state, m->needed, m->carved, m->sizeclass);
+    bump_counter(list_balance_[m->sizeclass], n);
+    last_list_length_ = n;
     return slab::take_free(m);
+  }
+  // slab::carve() of the active slab `m` onto an empty list.
+  FreeObject* carve(ChunkMeta* m) {
+    last_list_length_ = slab::carve_count(m);
+    return slab::carve(m, nullptr);
   }
   // `m` (already slab::take_free()n, or started) becomes its class's active
   // slab; the one it replaces sleeps, or wakes at once.
@@ -174,6 +185,7 @@ class SizeClassSlabs {
   uint64_t slabs_[sizeclass::kCount] = {};         // slabs owned, by class
   uint64_t list_balance_[sizeclass::kCount] = {};  // see list_balance()
   uint64_t bytes_held_ = 0;                        // see bytes_held()
+  uint32_t last_list_length_ = 0;                  // see last_list_length()
   const void* owner_;
 };
 

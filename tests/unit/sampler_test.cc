@@ -74,18 +74,22 @@ TEST(Sampler, HeldObjectsComeOutOnceAndGoBackWithTheFastLists) {
   FreeObject* c = reinterpret_cast<FreeObject*>(objects[2]);
   freelist::set_next(a, b);
   freelist::set_next(b, nullptr);
-  s.hold(kClass, a);
-  EXPECT_EQ(s.take_held(kClass), a);
-  EXPECT_EQ(s.take_held(kClass), nullptr);
+  s.hold(kClass, a, 2);
+  Sampler::Held held = s.take_held(kClass);
+  EXPECT_EQ(held.head, a);
+  EXPECT_EQ(held.length, 2u);
+  held = s.take_held(kClass);
+  EXPECT_EQ(held.head, nullptr);
+  EXPECT_EQ(held.length, 0u);
   // Released: in front of the class's fast list.
-  s.hold(kClass, a);
+  s.hold(kClass, a, 2);
   FreeObject* fast[sizeclass::kCount] = {};
   fast[kClass] = c;
   freelist::set_next(c, nullptr);
   s.release_held(fast, [](unsigned, FreeObject* o) { return freelist::next(o); });
   EXPECT_EQ(fast[kClass], a);
   EXPECT_EQ(freelist::next(b), c);
-  EXPECT_EQ(s.take_held(kClass), nullptr);
+  EXPECT_EQ(s.take_held(kClass).head, nullptr);
 }
 
 TEST(Sampler, KeepsAFewSpareChunksAndReleasesThemAll) {

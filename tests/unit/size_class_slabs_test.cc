@@ -3,7 +3,8 @@
 // come back through the active slab; an emptied slab stays as the class's
 // spare within the reserve and is reused before fresh pages, or goes back
 // to the chunk cache; release_unused lets go of everything; slabs are
-// counted by class; a parked allocator's slab changes hands (adoption).
+// counted by class; a parked allocator's slab changes hands (adoption);
+// every refill step tells the length of the list it returns.
 #include "frontend/size_class_slabs.h"
 
 #include <gtest/gtest.h>
@@ -50,8 +51,15 @@ struct Fixture {
     if (list == nullptr) list = slabs.carve_resident_tail(sc);
     if (list == nullptr) list = slabs.take_available(sc, cache);
     if (list == nullptr) list = slabs.carve_fresh(sc, cache);
+    // Every step tells the length of the list it returned.
+    if (list != nullptr) EXPECT_EQ(slabs.last_list_length(), length(list));
     fast[sc] = list;
     return pop(sc);
+  }
+  static uint32_t length(FreeObject* list) {
+    uint32_t n = 0;
+    for (; list != nullptr; list = freelist::next(list)) n++;
+    return n;
   }
   // Every object of a new slab's first carve of class `sc`: all out, the
   // fast list empty.
@@ -282,6 +290,8 @@ TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
   EXPECT_EQ(giver.slabs.slab_count(kClass1K), 2u);
   EXPECT_EQ(giver.slabs.bytes_held(), 2 * sizeclass::slab_size(kClass1K));
   adopter.fast[kClass1K] = adopter.slabs.adopt(first, adopter.cache);
+  EXPECT_EQ(adopter.slabs.last_list_length(), (kInfo1K.capacity + 1) / 2);
+  EXPECT_EQ(Fixture::length(adopter.fast[kClass1K]), (kInfo1K.capacity + 1) / 2);
   EXPECT_EQ(adopter.slabs.slab_count(kClass1K), 1u);
   EXPECT_EQ(adopter.slabs.bytes_held(), sizeclass::slab_size(kClass1K));
   EXPECT_TRUE(slab::is_active(first));
