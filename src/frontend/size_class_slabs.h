@@ -126,9 +126,9 @@ class SizeClassSlabs {
   // is active no longer): it joins the available list or stays asleep.
   void adopt_as_is(ChunkMeta* m, ChunkCache& cache);
 
-  // The objects on the list the last of the steps above returned (or
-  // adopt(): the heap profiler cuts a refill's list at a sample point
-  // without walking one that cannot reach it).
+  // How many objects the list holds that the last refill step above (or
+  // adopt()) returned: the heap profiler cuts a refill's list at a sample
+  // point without walking one that cannot reach it.
   uint32_t last_list_length() const { return last_list_length_; }
 
   // `n` objects of class `sc` came back to their slab in the mail (for
