@@ -45,12 +45,13 @@ ROOST_INLINE constexpr bool is_multiple(uint64_t offset, uint64_t inverse) {
 }
 
 struct ClassInfo {
-  uint32_t size;      // object size in bytes
-  uint8_t slab_bits;  // log2 of the slab size
-  uint32_t capacity;  // objects per slab
-  uint32_t wake;      // frees into a sleeping slab before it is reused
-  uint32_t carve;     // objects carved from a slab's bump tail at a time
-  uint64_t inverse;   // inverse_of(size)
+  uint32_t size;         // object size in bytes
+  uint8_t slab_bits;     // log2 of the slab size
+  uint32_t capacity;     // objects per slab
+  uint32_t wake;         // frees into a sleeping slab before it is reused
+  uint32_t carve;        // objects carved from a slab's bump tail at a time, at most
+  uint32_t first_carve;  // a slab's first carve: a small page's worth (one object at least)
+  uint64_t inverse;      // inverse_of(size)
 };
 
 constexpr ClassInfo make_info(unsigned sc) {
@@ -72,9 +73,18 @@ constexpr ClassInfo make_info(unsigned sc) {
     if (carve == 0) carve = 1;
   }
   if (carve > capacity) carve = capacity;
-  return ClassInfo{static_cast<uint32_t>(size),     static_cast<uint8_t>(slab_bits),
-                   static_cast<uint32_t>(capacity), static_cast<uint32_t>(wake),
-                   static_cast<uint32_t>(carve),    inverse_of(size)};
+  // A slab's first carve touches one small page (or one object), so that a
+  // class a program uses a little costs it a page, not a batch.
+  size_t first = config::kCarveBytes / size;
+  if (first == 0) first = 1;
+  if (first > carve) first = carve;
+  return ClassInfo{static_cast<uint32_t>(size),
+                   static_cast<uint8_t>(slab_bits),
+                   static_cast<uint32_t>(capacity),
+                   static_cast<uint32_t>(wake),
+                   static_cast<uint32_t>(carve),
+                   static_cast<uint32_t>(first),
+                   inverse_of(size)};
 }
 
 struct InfoTable {

@@ -35,7 +35,7 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
     m = cache.take(order);
     if (m == nullptr) return nullptr;
     start(m, sc, cache);
-  } else if (slab::carve_touches_fresh(m)) {
+  } else if (slab::carve_touches_fresh(m, batch(sc))) {
     if (ChunkMeta* resident = cache.take_resident(order)) {
       start(resident, sc, cache);
       m = resident;

@@ -63,7 +63,8 @@ class SizeClassSlabs {
     // slab left with such a tail would sleep on it while the class takes
     // more memory.
     ChunkMeta* m = active_[sc];
-    if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m)) return nullptr;
+    if (m == nullptr || slab::fully_carved(m) || slab::carve_touches_fresh(m, batch(sc)))
+      return nullptr;
     return carve(m);
   }
   // An available slab's free objects; it becomes the active one.
@@ -165,8 +166,18 @@ class SizeClassSlabs {
   }
   // slab::carve() of the active slab `m` onto an empty list.
   FreeObject* carve(ChunkMeta* m) {
-    last_list_length_ = slab::carve_count(m);
-    return slab::carve(m, nullptr);
+    unsigned sc = m->sizeclass;
+    uint32_t n = slab::carve_count(m, batch(sc));
+    last_list_length_ = n;
+    if (ramp_[sc] < sizeclass::kInfo.info[sc].carve) ramp_[sc] += n;
+    return slab::carve(m, nullptr, n);
+  }
+  // The objects class `sc`'s next carve takes at most: a small page's worth
+  // at first, then as many as the class carved before (the carves double)
+  // up to its batch.  A class a program uses a little touches a page of it.
+  uint32_t batch(unsigned sc) const {
+    uint32_t first = sizeclass::kInfo.info[sc].first_carve;
+    return ramp_[sc] > first ? ramp_[sc] : first;
   }
   // `m` (already slab::take_free()n, or started) becomes its class's active
   // slab; the one it replaces sleeps, or wakes at once.
@@ -186,6 +197,7 @@ class SizeClassSlabs {
   uint64_t list_balance_[sizeclass::kCount] = {};  // see list_balance()
   uint64_t bytes_held_ = 0;                        // see bytes_held()
   uint32_t last_list_length_ = 0;                  // see last_list_length()
+  uint32_t ramp_[sizeclass::kCount] = {};          // objects carved, up to a batch: batch()
   const void* owner_;
 };
 

@@ -143,16 +143,22 @@ inline bool leave_active(ChunkMeta* m) {
   return m->needed <= 0;
 }
 
-// Objects the next carve of `m` takes from its tail.
-inline uint32_t carve_count(const ChunkMeta* m) {
+// A carve's objects at most: the class's batch (ClassInfo::carve), or
+// fewer while its allocator ramps up (SizeClassSlabs).
+inline constexpr uint32_t kClassBatch = UINT32_MAX;
+
+// Objects the next carve of `m` takes from its tail, `batch` at most.
+inline uint32_t carve_count(const ChunkMeta* m, uint32_t batch = kClassBatch) {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[m->sizeclass];
+  uint32_t count = batch < info.carve ? batch : info.carve;
   uint32_t left = info.capacity - m->carved;
-  return info.carve < left ? info.carve : left;
+  return count < left ? count : left;
 }
 
-// Would the next carve of `m` reach pages never touched (or purged)?
-inline bool carve_touches_fresh(const ChunkMeta* m) {
-  size_t end = size_t{m->carved + carve_count(m)} * m->obj_size;
+// Would the next carve of `m` (of `batch` at most) reach pages never
+// touched (or purged)?
+inline bool carve_touches_fresh(const ChunkMeta* m, uint32_t batch = kClassBatch) {
+  size_t end = size_t{m->carved + carve_count(m, batch)} * m->obj_size;
   return end > size_t{m->touched_pages} << config::kMinPageBits;
 }
 
@@ -160,10 +166,10 @@ inline bool fully_carved(const ChunkMeta* m) {
   return m->carved == sizeclass::kInfo.info[m->sizeclass].capacity;
 }
 
-// Carves the next objects of the active slab's tail onto `list` (returned):
-// they count as out.
-inline FreeObject* carve(ChunkMeta* m, FreeObject* list) {
-  uint32_t count = carve_count(m);
+// Carves the next objects of the active slab's tail (`batch` at most) onto
+// `list` (returned): they count as out.
+inline FreeObject* carve(ChunkMeta* m, FreeObject* list, uint32_t batch = kClassBatch) {
+  uint32_t count = carve_count(m, batch);
   uint32_t size = m->obj_size;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * size;
   // The secure build keeps each carved object as a freed one would be

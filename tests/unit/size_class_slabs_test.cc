@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -93,7 +94,9 @@ TEST(SizeClassSlabs, ANewSlabIsCarvedOntoTheFastListACarveAtATime) {
   EXPECT_EQ(f.slabs.slab_count(), 1u);
   std::vector<uintptr_t> got;
   while (void* p = f.pop(kClass1K)) got.push_back(reinterpret_cast<uintptr_t>(p));
-  ASSERT_EQ(got.size(), kInfo1K.carve);
+  // The class's first carve: a small page's worth.
+  ASSERT_EQ(got.size(), kInfo1K.first_carve);
+  ASSERT_EQ(got.size() * kInfo1K.size, config::kCarveBytes);
   ChunkMeta* m = pagemap::lookup(reinterpret_cast<void*>(got[0]));
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->owner, &kOwner);
@@ -107,6 +110,30 @@ TEST(SizeClassSlabs, ANewSlabIsCarvedOntoTheFastListACarveAtATime) {
   }
   EXPECT_FALSE(slab::is_object_start(m, reinterpret_cast<void*>(got[0] + 16)));
   for (uintptr_t p : got) f.free(reinterpret_cast<void*>(p));
+}
+
+TEST(SizeClassSlabs, AClassCarvesAPageFirstAndDoublesUpToItsBatch) {
+  Fixture f;
+  ASSERT_LT(kInfo1K.first_carve, kInfo1K.carve);
+  // Carve after carve (the fast list emptied between them): a page's worth,
+  // as many again, then doubling, then the class's batch, slab after slab.
+  std::vector<uint32_t> sizes;
+  std::vector<void*> out;
+  for (int k = 0; k < 12; k++) {
+    FreeObject* list = f.slabs.carve_fresh(kClass1K, f.cache);
+    ASSERT_NE(list, nullptr);
+    sizes.push_back(Fixture::length(list));
+    for (; list != nullptr; list = freelist::next(list)) out.push_back(list);
+  }
+  uint32_t expected = kInfo1K.first_carve, carved = 0;
+  for (size_t k = 0; k < sizes.size(); k++) {
+    EXPECT_EQ(sizes[k], expected) << k;
+    carved += sizes[k];
+    expected = std::min(std::max(carved, kInfo1K.first_carve), kInfo1K.carve);
+  }
+  EXPECT_EQ(sizes.back(), kInfo1K.carve);
+  EXPECT_GT(f.slabs.slab_count(kClass1K), 1u);  // the batch holds across slabs
+  for (void* p : out) f.free(p);
 }
 
 TEST(SizeClassSlabs, FreedObjectsComeBackThroughTheActiveSlab) {
