@@ -50,7 +50,7 @@ struct ClassInfo {
   uint32_t capacity;     // objects per slab
   uint32_t wake;         // frees into a sleeping slab before it is reused
   uint32_t carve;        // objects carved from a slab's bump tail at a time, at most
-  uint32_t first_carve;  // a slab's first carve: a small page's worth (one object at least)
+  uint32_t first_carve;  // an allocator's first carve of the class: a small page's worth
   uint64_t inverse;      // inverse_of(size)
 };
 
@@ -73,8 +73,9 @@ constexpr ClassInfo make_info(unsigned sc) {
     if (carve == 0) carve = 1;
   }
   if (carve > capacity) carve = capacity;
-  // A slab's first carve touches one small page (or one object), so that a
-  // class a program uses a little costs it a page, not a batch.
+  // An allocator's first carve of the class touches one small page (or one
+  // object), so that a class a program uses a little costs it a page, not a
+  // batch (SizeClassSlabs::batch).
   size_t first = config::kCarveBytes / size;
   if (first == 0) first = 1;
   if (first > carve) first = carve;

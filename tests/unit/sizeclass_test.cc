@@ -71,7 +71,7 @@ TEST(SizeClass, CarvesTouchFewPages) {
     if (info.carve > 1) EXPECT_LE(bytes, config::kMaxCarveBytes) << sc;
     if (info.size * config::kMinCarveObjects <= config::kMaxCarveBytes)
       EXPECT_GE(info.carve, config::kMinCarveObjects) << sc;
-    // A slab's first carve: one small page, or one object bigger than that.
+    // A class's first carve: one small page, or one object bigger than that.
     EXPECT_GE(info.first_carve, 1u) << sc;
     EXPECT_LE(info.first_carve, info.carve) << sc;
     if (info.first_carve > 1) EXPECT_LE(info.first_carve * info.size, config::kCarveBytes) << sc;
