@@ -417,36 +417,58 @@ Rule compute(uintptr_t ra) {
 }
 
 // ---- the cache: a rule per return address ----
+//
+// Every sampling thread reads it, a dozen slots a stack, so it takes no
+// lock: each slot is a sequence lock, odd while its one writer writes it.
+// A reader that finds a slot odd, or changed under it, computes the rule
+// itself; a writer that finds the slot taken does not cache its rule.
+// (Boehm's seqlock with fences: the slot's words are atomics, relaxed.)
 
 constexpr size_t kSlots = 4096;  // a power of two
+constexpr size_t kRuleWords = (sizeof(Rule) + 7) / 8;
 struct Slot {
-  uintptr_t ra;
-  Rule rule;
+  std::atomic<uint64_t> sequence{0};
+  std::atomic<uintptr_t> ra{0};
+  std::atomic<uint64_t> rule[kRuleWords] = {};
 };
 Slot g_slots[kSlots];
-std::atomic<bool> g_slots_busy{false};
-
-// Held for a lookup or an update of one slot, never across anything else.
-class SlotsHeld {
- public:
-  SlotsHeld() {
-    while (g_slots_busy.exchange(true, std::memory_order_acquire)) os::yield();
-  }
-  ~SlotsHeld() { g_slots_busy.store(false, std::memory_order_release); }
-};
 
 size_t slot_of(uintptr_t ra) { return (ra * 0x9e3779b97f4a7c15ull) >> 52 & (kSlots - 1); }
 
+bool cached(const Slot& slot, uintptr_t ra, Rule* out) {
+  // acquire: the words read below are at least as new as this sequence.
+  uint64_t sequence = slot.sequence.load(std::memory_order_acquire);
+  if ((sequence & 1) != 0 || slot.ra.load(std::memory_order_relaxed) != ra) return false;
+  uint64_t words[kRuleWords];
+  for (size_t i = 0; i < kRuleWords; i++) words[i] = slot.rule[i].load(std::memory_order_relaxed);
+  // acquire (fence): the words are read before the sequence is read again.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.sequence.load(std::memory_order_relaxed) != sequence) return false;
+  __builtin_memcpy(out, words, sizeof(Rule));
+  return true;
+}
+
+void cache(Slot& slot, uintptr_t ra, const Rule& rule) {
+  uint64_t sequence = slot.sequence.load(std::memory_order_relaxed);
+  if ((sequence & 1) != 0 ||
+      !slot.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_relaxed))
+    return;  // another writer's
+  // release (fence): a reader that sees any word below sees the odd sequence.
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t words[kRuleWords] = {};
+  __builtin_memcpy(words, &rule, sizeof(Rule));
+  slot.ra.store(ra, std::memory_order_relaxed);
+  for (size_t i = 0; i < kRuleWords; i++) slot.rule[i].store(words[i], std::memory_order_relaxed);
+  // release: the words above go out before the slot reads even again.
+  slot.sequence.store(sequence + 2, std::memory_order_release);
+}
+
 Rule rule_of(uintptr_t ra) {
   Slot& slot = g_slots[slot_of(ra)];
-  {
-    SlotsHeld held;
-    if (slot.ra == ra) return slot.rule;
-  }
-  Rule rule = compute(ra);  // (no lock held: the tables are read-only)
-  SlotsHeld held;
-  slot.ra = ra;
-  slot.rule = rule;
+  Rule rule;
+  if (cached(slot, ra, &rule)) return rule;
+  rule = compute(ra);  // (the tables are read-only)
+  cache(slot, ra, rule);
   return rule;
 }
 

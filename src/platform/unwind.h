@@ -9,7 +9,8 @@
 // tables (.eh_frame through .eh_frame_hdr) and kept, so that a stack of
 // addresses seen before is walked in a few dozen instructions a frame.
 //
-// Owns: the rule cache and the interpreter of the few call-frame
+// Owns: the rule cache (without a lock: threads that walk at once never
+// wait on one another) and the interpreter of the few call-frame
 // instructions compilers emit for ordinary frames.  Must never: guess:
 // anything else (a CFA given by an expression, a signal frame, 64-bit
 // .eh_frame, an encoding it does not read) makes capture() give up, and

@@ -1,7 +1,8 @@
 // platform/unwind.h: the cached walk gives the same return addresses as
 // libgcc's unwinder (glibc's backtrace), through ordinary frames, frames
 // with a frame pointer and a variable-length array, libc's own frames
-// (qsort's callback), a thread's first frame, and a stack deeper than asked.
+// (qsort's callback), a thread's first frame, threads walking at once, and
+// a stack deeper than asked.
 #include "platform/unwind.h"
 
 #include <execinfo.h>
@@ -105,6 +106,25 @@ TEST(Unwind, SameAsLibgccInAThreadToItsFirstFrame) {
   Walks w;
   std::thread([&] { w = level1(10); }).join();
   expect_same(w);
+}
+
+// Threads (more than the cores) walking the same frames at once, while
+// they fill the cache and read it: every walk agrees with libgcc's.
+TEST(Unwind, SameAsLibgccInThreadsWalkingAtOnce) {
+  REQUIRE_FAST_WALK();
+  constexpr int kThreads = 6, kWalks = 2000;
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(kThreads);
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&mismatches, t] {
+      for (int i = 0; i < kWalks; i++) {
+        Walks w = level1(10 + i);
+        if (w.fast.empty() || w.fast != w.slow) mismatches[t]++;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; t++) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
 __attribute__((noinline)) Walks recurse(int depth, size_t max) {
