@@ -303,12 +303,13 @@ TEST(Profile, AForkedChildProfilesItsOwnObjects) {
   for (void* p : parents) t_free(p);
 }
 
-// Every object sampled: the chunks of the small ones a thread frees stay
-// with its allocator, a few, for its next sampled objects
-// (frontend/sampler.h); a thread that exits gives them back with the rest
-// of its memory.  Eight threads at a time, each allocating and freeing
-// sampled objects in rounds, three generations of them.
-TEST(Profile, SampledObjectsChunksGoBackWithTheirThread) {
+// Every object sampled: the chunks of the small ones, once freed, wait (a
+// few for the whole process) for the next sampled objects of any thread
+// (frontend/sampler.h); threads that come and go do not add to them, and
+// trim gives them back with the rest.  Eight threads at a time, each
+// allocating and freeing sampled objects in rounds, three generations of
+// them.
+TEST(Profile, SampledObjectsChunksGoBackOnTrim) {
   REQUIRE_MODE("1");
   roost_trim();
   struct roost_stats before = roost_test::stats_snapshot();
@@ -330,11 +331,56 @@ TEST(Profile, SampledObjectsChunksGoBackWithTheirThread) {
   }
   roost_trim();
   struct roost_stats after = roost_test::stats_snapshot();
-  // Eight threads keeping theirs would hold 8 x 8 chunks of 64 KiB.
+  // Spares kept past trim, or one set a thread, would hold 64 KiB each.
   EXPECT_LE(after.bytes_committed - after.bytes_dirty,
             before.bytes_committed - before.bytes_dirty + (512u << 10))
       << "committed " << before.bytes_committed << " -> " << after.bytes_committed << ", dirty "
       << before.bytes_dirty << " -> " << after.bytes_dirty;
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
+// A sampled small object is served apart, in a chunk of its own, but the
+// statistics count it as an object of its class, not as a large one,
+// whichever thread frees it: the class's allocations and objects in use
+// move with it, large_allocations does not, and bytes in use come back.
+TEST(Profile, SampledSmallObjectsCountAsObjectsOfTheirClass) {
+  REQUIRE_MODE("1");
+  roost_test::ClassCountFn count = roost_test::class_count_fn();
+  roost_test::ClassStatsFn class_stats = roost_test::class_stats_fn();
+  ASSERT_NE(count, nullptr);
+  ASSERT_NE(class_stats, nullptr);
+  // A size nothing else here allocates: the class's figures are ours.
+  const size_t kSize = 2900;
+  unsigned cls = 0;
+  struct roost_class_stats c {};
+  for (; cls < count(); cls++) {
+    ASSERT_EQ(class_stats(cls, &c), 0);
+    if (c.size >= kSize) break;
+  }
+  ASSERT_LT(cls, count());
+  struct roost_class_stats before_class = c;
+  struct roost_stats before = roost_test::stats_snapshot();
+  constexpr int kObjects = 64;
+  void* objects[kObjects];
+  for (void*& p : objects) {
+    p = t_malloc(kSize);
+    ASSERT_NE(p, nullptr);
+    memset(p, 0x6b, kSize);
+  }
+  ASSERT_EQ(class_stats(cls, &c), 0);
+  EXPECT_EQ(c.allocations, before_class.allocations + kObjects);
+  EXPECT_EQ(c.objects_in_use, before_class.objects_in_use + kObjects);
+  EXPECT_EQ(roost_test::stats_snapshot().large_allocations, before.large_allocations);
+  // Half freed here, half by another thread.
+  for (int i = 0; i < kObjects / 2; i++) t_free(objects[i]);
+  std::thread([&] {
+    for (int i = kObjects / 2; i < kObjects; i++) t_free(objects[i]);
+  }).join();
+  ASSERT_EQ(class_stats(cls, &c), 0);
+  EXPECT_EQ(c.allocations, before_class.allocations + kObjects);
+  EXPECT_EQ(c.objects_in_use, before_class.objects_in_use);
+  struct roost_stats after = roost_test::stats_snapshot();
+  EXPECT_EQ(after.large_allocations, before.large_allocations);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
 }
 

@@ -78,7 +78,8 @@ void sum_allocators(AllocatorTotals& t) {
   pool::for_each([&t](const Allocator& a) {
     const ClassCounters& c = a.class_counters();
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      t.allocs[sc] += c.allocs.read(sc) - read_counter(c.allocs_taken_back[sc]);
+      t.allocs[sc] +=
+          c.allocs.read(sc) - read_counter(c.allocs_taken_back[sc]) + a.sampled_allocs(sc);
       t.frees[sc] += read_counter(c.frees[sc]) + a.list_balance(sc) + a.remote_frees_sent(sc);
       t.slabs[sc] += a.slab_count(sc);
     }

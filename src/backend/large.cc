@@ -107,6 +107,7 @@ unsigned order_for(size_t span) {
 }
 
 // The region chunk `m` becomes the large object of `usable` bytes.
+// (Counted by the caller.)
 void become_object(ChunkMeta* m, size_t usable) {
   note_dirty(m, usable);
   set_kind(m, ChunkKind::kLarge);
@@ -115,7 +116,6 @@ void become_object(ChunkMeta* m, size_t usable) {
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
   huge_pages::fit_large(m->base, usable);
-  account(static_cast<ptrdiff_t>(usable), 1, 0);
 }
 
 ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
@@ -185,7 +185,18 @@ void* alloc(size_t size, size_t align, size_t* dirty) {
     m = alloc_huge(usable, align);
   } else {
     m = alloc_in_region(usable, span, dirty);
+    if (m != nullptr) account(static_cast<ptrdiff_t>(usable), 1, 0);
   }
+  if (m == nullptr) return nullptr;
+  if constexpr (config::kGuardLarge) arm_guard(m, size);
+  return reinterpret_cast<void*>(m->base);
+}
+
+void* alloc_apart(size_t size) {
+  const size_t page = os::page_size();
+  size_t usable = usable_for(size, page);
+  size_t dirty;  // (its caller's objects are small: calloc zeroes them whatever the source)
+  ChunkMeta* m = alloc_in_region(usable, span_for(usable, guard_for(page), 1), &dirty);
   if (m == nullptr) return nullptr;
   if constexpr (config::kGuardLarge) arm_guard(m, size);
   return reinterpret_cast<void*>(m->base);
@@ -218,7 +229,6 @@ void* place(ChunkMeta* m, size_t size) {
 
 bool retire(ChunkMeta* m) {
   pagemap::set_range(m->base, 1, &g_freed_record);
-  account(-static_cast<ptrdiff_t>(m->large_size), 0, 1);
   // A chunk whose guard page stays inaccessible cannot be handed out again:
   // should the OS refuse to lift it, the chunk is lost to roost.
   if (config::kGuardLarge && m->guarded) {
@@ -244,6 +254,7 @@ void free(ChunkMeta* m) {
     g_spare_huge_meta = m;
     return;
   }
+  account(-static_cast<ptrdiff_t>(m->large_size), 0, 1);
   // dirty_pages bounds what the backend's purge must cover.
   if (retire(m)) chunks::release(m, dirty_extent(m));
 }

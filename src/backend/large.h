@@ -68,16 +68,20 @@ inline bool serves_class(unsigned sc) {
 // Frees the large or huge object whose metadata is `m`.
 void free(ChunkMeta* m);
 
-// Large objects in chunks their caller keeps between them (an allocator's
-// spares for the heap profiler's sampled objects, frontend/sampler.h), so
-// that the common case takes no lock: the order of the chunk an object of
-// `size` bytes needs; place(): the empty chunk `m` (kind kUnused, dirty
+// Objects apart: large objects that counters() leaves to their caller (the
+// heap profiler's sampled small objects, which the statistics count as
+// objects of their class), in chunks the caller may keep between them
+// (frontend/sampler.h's spares), so that the common case takes no lock.
+// chunk_order(): the order of the chunk an object of `size` bytes needs;
+// alloc_apart(): such an object in a chunk of the backend's (nullptr when
+// memory runs out); place(): the empty chunk `m` (kind kUnused, dirty
 // extent set, of at least that order) made that object (nullptr, `m`
-// untouched, when it is too small); retire(): the large object of `m`
-// freed like free() does, its chunk left to the caller as an empty chunk
-// (kind kUnused, dirty extent set); false when it is lost instead (a
-// guard page the OS would not lift).
+// untouched, when it is too small); retire(): such an object freed like
+// free() does, its chunk left to the caller as an empty chunk (kind
+// kUnused, dirty extent set); false when it is lost instead (a guard page
+// the OS would not lift).  Not for huge sizes; never resized in place.
 unsigned chunk_order(size_t size);
+void* alloc_apart(size_t size);
 void* place(ChunkMeta* m, size_t size);
 bool retire(ChunkMeta* m);
 

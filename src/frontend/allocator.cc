@@ -128,23 +128,31 @@ void* Allocator::alloc_sampled(unsigned sc, const void* caller) {
   size_t size = sizeclass::kInfo.info[sc].size;
   void* p = nullptr;
   if (large::chunk_order(size) == chunks::kMinOrder) {
-    if (ChunkMeta* m = sampler_.take_spare()) p = large::place(m, size);
+    if (ChunkMeta* m = Sampler::take_spare()) p = large::place(m, size);
   }
-  if (p == nullptr) {
-    size_t dirty;  // (calloc zeroes what it asked for whatever the source)
-    p = large::alloc(size, 1, &dirty);
-    if (p == nullptr) return nullptr;
+  if (p == nullptr) p = large::alloc_apart(size);
+  if (p == nullptr) return nullptr;
+  ChunkMeta* m = pagemap::lookup(p);
+  if (!profile::note_sampled(m, sc, caller)) {
+    // No metadata memory for the sample: the object is not served apart.
+    free_sampled_chunk(m);
+    return nullptr;
   }
-  profile::note_sampled(pagemap::lookup(p), sc, caller);
+  sampler_.count_sampled(sc);
   return p;
 }
 
-void Allocator::free_sampled(ChunkMeta* m) {
-  if (m->order != chunks::kMinOrder || sampler_.spares_full()) {
-    large::free(m);
-    return;
-  }
-  if (large::retire(m)) sampler_.keep_spare(m);
+void Allocator::free_sampled(ChunkMeta* m, unsigned sc) {
+  count_event(counters_.frees[sc]);
+  free_sampled_chunk(m);
+}
+
+void Allocator::free_sampled_chunk(ChunkMeta* m) {
+  if (!large::retire(m)) return;
+  if (m->order == chunks::kMinOrder && Sampler::keep_spare(m)) return;
+  // (As large::free's callers: a service started now does not take it.)
+  service::start_before_release();
+  chunks::release(m, dirty_extent(m));
 }
 
 void* Allocator::alloc_class_as_large(unsigned sc) {
@@ -305,8 +313,11 @@ bool Allocator::release_unused() {
   sampler_.release_held(fast_,
                         [](unsigned sc, FreeObject* o) { return checks::next_checked(sc, o); });
   bool released = slabs_.release_unused(fast_, chunks_);
-  released |= sampler_.release_spares([](ChunkMeta* m) { chunks::release(m, dirty_extent(m)); });
   return chunks_.trim(0) || released;
+}
+
+bool Allocator::release_sampled_spares() {
+  return Sampler::release_spares([](ChunkMeta* m) { chunks::release(m, dirty_extent(m)); });
 }
 
 void Allocator::drain_quarantine(const char* where) {

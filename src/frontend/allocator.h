@@ -161,11 +161,14 @@ class Allocator {
 
   // Does this allocator own slab `m`?  (Large objects have no owner.)
   ROOST_INLINE bool owns(const ChunkMeta* m) const { return owned_by(m, this); }
-  // A sampled small object (refill_sampled()) of any allocator, its sample
-  // forgotten, freed by this allocator's thread: its chunk stays with this
-  // allocator for its next sampled object (Sampler's spares), else it is
-  // freed as any large object.
-  void free_sampled(ChunkMeta* m);
+  // A sampled small object of class `sc` (refill_sampled()) of any
+  // allocator, its sample forgotten, freed by this allocator's thread, which
+  // counts the free; free_sampled_chunk(), by a thread without an
+  // allocator, which counts it itself.  Its chunk waits among the Sampler's
+  // spares for the next sampled object of any thread, or (enough there)
+  // goes back to the backend.
+  void free_sampled(ChunkMeta* m, unsigned sc);
+  static void free_sampled_chunk(ChunkMeta* m);
 
   // The free fast path: frees `p` (16-byte aligned, in chunk `m`) and
   // returns true when it is an object of a slab this allocator owns; false
@@ -268,6 +271,8 @@ class Allocator {
   // cached chunks (thread exit, trim; see SizeClassSlabs::release_unused
   // for the active slabs).  True if any memory went back to the backend.
   bool release_unused();
+  // The heap profiler's spare chunks, every thread's (trim): true if any.
+  static bool release_sampled_spares();
 
   // ---- adoption (frontend/adoption.h) ----
   // This allocator is parked, and its caller holds it (the pool lock).
@@ -313,6 +318,9 @@ class Allocator {
   const MessageCounters& message_counters() const { return messenger_.counters(); }
   uint64_t list_balance(unsigned sc) const { return slabs_.list_balance(sc); }
   uint64_t remote_frees_sent(unsigned sc) const { return messenger_.sent_by_class(sc); }
+  // Allocations of class `sc` served apart as sampled objects, which
+  // class_counters() leaves out.
+  uint64_t sampled_allocs(unsigned sc) const { return sampler_.sampled(sc); }
   template <typename Fn>
   void for_each_cached_free(Fn&& fn) const {
     messenger_.for_each_cached(fn);
@@ -345,8 +353,9 @@ class Allocator {
   // (none if not positive); the rest wait in the sampler for the point's
   // refill.
   void cut_fast_list(unsigned sc, int64_t keep, uint32_t length);
-  // The object of class `sc` at a sample point: a large object in a spare
-  // chunk, else a fresh one, recorded; nullptr when memory runs out.
+  // The object of class `sc` at a sample point: an object apart (large.h)
+  // in a spare chunk, else a fresh one, recorded and counted; nullptr when
+  // memory runs out.
   void* alloc_sampled(unsigned sc, const void* caller);
   ROOST_INLINE void* refill_from_slabs(unsigned sc) {
     // The common case: the class's active slab got objects back.

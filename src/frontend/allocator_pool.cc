@@ -395,6 +395,7 @@ bool trim_all() {
     released |= e->allocator.release_unused();
     offer_slabs(e);
   }
+  released |= Allocator::release_sampled_spares();
   return released;
 }
 

@@ -111,12 +111,18 @@ ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const cha
       if (reinterpret_cast<uintptr_t>(p) != m->base) interior(where, p, large::usable(m));
       if constexpr (config::kGuardLarge) checks::large_intact(m, where);
       if (m->sample != nullptr) {
-        bool small = profile::sampled_class(m) != sizeclass::kCount;
+        unsigned sc = profile::sampled_class(m);
         profile::forget(m);
-        // A sampled small object's chunk may stay with the freeing thread
-        // (Allocator::free_sampled): no lock, no shared line.
-        if (small && a != nullptr && !pool::is_unbound(a)) {
-          a->free_sampled(m);
+        // A sampled small object: an object of its class to the statistics,
+        // its chunk kept for the next sample.
+        if (sc != sizeclass::kCount) {
+          if (a != nullptr && !pool::is_unbound(a)) {
+            a->free_sampled(m, sc);
+          } else {
+            // Relaxed: statistics (as g_unbound_frees says).
+            g_unbound_frees[sc].fetch_add(1, std::memory_order_relaxed);
+            Allocator::free_sampled_chunk(m);
+          }
           service::at_safe_point();
           return;
         }
@@ -243,7 +249,8 @@ void* resize(void* p, size_t size) {
       if (slab::stays_in_place(m, size)) return p;
       if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
     }
-  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall) {
+  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall &&
+             profile::sampled_class(m) == sizeclass::kCount) {  // (a sampled small one: moved)
     // (The canary is rewritten in place: check it first.)
     if constexpr (config::kGuardLarge) checks::large_intact(m, "realloc");
     if (large::resize_in_place(m, size)) {

@@ -211,9 +211,9 @@ void exclude_this_thread() { t_inside = true; }
 
 uint64_t next_interval() { return sampling::draw_interval(random_state(), g_rate); }
 
-void note_sampled(ChunkMeta* m, unsigned sc, const void* caller) {
+bool note_sampled(ChunkMeta* m, unsigned sc, const void* caller) {
   Inside inside;
-  record(m, sizeclass::kInfo.info[sc].size, sc, caller);
+  return record(m, sizeclass::kInfo.info[sc].size, sc, caller);
 }
 
 void note_large(ChunkMeta* m, const void* caller) {

@@ -58,10 +58,11 @@ void exclude_this_thread();
 // The bytes to the next sample point, drawn for the calling thread.
 uint64_t next_interval();
 
-// The object of class `sc` at a sample point, served as the large object
-// of record `m`, is recorded.  `caller` is the return address of the allocator's slow-path
-// entry: the stack kept starts at that frame.
-void note_sampled(ChunkMeta* m, unsigned sc, const void* caller);
+// The object of class `sc` at a sample point, served apart as the large
+// object of record `m`, is recorded.  `caller` is the return address of the
+// allocator's slow-path entry: the stack kept starts at that frame.  False
+// when metadata memory runs out: it is not recorded.
+bool note_sampled(ChunkMeta* m, unsigned sc, const void* caller);
 
 // A large object (record `m`) was allocated: sampled by the calling
 // thread's countdown.

@@ -15,23 +15,27 @@
 // over wait here, held, until the point's refill.
 //
 // A sampled object is a large object of a chunk of its own
-// (frontend/profile.h).  The chunks of small ones that the allocator's
-// thread frees stay here, a few, for its next sampled objects: a thread
-// that allocates and frees them (most do) then takes no lock and touches
-// no shared line for them.  They are apart from the chunk cache, whose
-// reserve and whose resident chunks are the slabs'.
+// (frontend/profile.h).  The chunks of small ones, once freed, wait here, a
+// few for the whole process, for the next sampled objects of any thread:
+// whichever thread frees them (in a pipeline, not the one that allocated
+// them), the next sample then takes no lock and touches no backend
+// structure, only a slot of a SlotPool.  They are apart from the chunk
+// cache, whose reserve and whose resident chunks are the slabs'.
 //
 // Owns, per class: the next sample point, the count from which a refill
-// may reach it, and the held objects; the spare chunks.  Must never: be
-// touched on a fast path, or with profiling off; hold objects or chunks an
-// allocator's release does not get back (release_held, release_spares).
+// may reach it, the held objects and the count of sampled objects;
+// process-wide, the spare chunks.  Must never: be touched on a fast path,
+// or with profiling off; hold objects an allocator's release does not get
+// back (release_held), or chunks trim does not (release_spares).
 #pragma once
 
 #include <cstdint>
 
 #include "backend/chunk_meta.h"
+#include "ds/counter.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "ds/slot_pool.h"
 
 namespace roost {
 
@@ -72,6 +76,12 @@ class Sampler {
                       static_cast<int64_t>(sizeclass::kInfo.info[sc].capacity) + 1;
   }
 
+  // Objects served at sample points, per class (apart from the class's
+  // allocation count, as refill_sampled() says): counted by the owner, read
+  // by the statistics from any thread.
+  void count_sampled(unsigned sc) { bump_counter(sampled_[sc]); }
+  uint64_t sampled(unsigned sc) const { return read_counter(sampled_[sc]); }
+
   // Objects a cut left over, for the next refill (head nullptr: none), and
   // how many.
   struct Held {
@@ -104,21 +114,19 @@ class Sampler {
     }
   }
 
-  // Spare chunks (empty, kind kUnused, each of the smallest order): one to
-  // take (nullptr: none), one to keep (false: there are enough), and every
-  // one to `release`, a function of the chunk.
-  static constexpr unsigned kSpareChunks = 8;
-  ChunkMeta* take_spare() { return spares_ != 0 ? spare_[--spares_] : nullptr; }
-  bool keep_spare(ChunkMeta* m) {
-    if (spares_ == kSpareChunks) return false;
-    spare_[spares_++] = m;
-    return true;
-  }
-  bool spares_full() const { return spares_ == kSpareChunks; }
+  // The process's spare chunks (empty, kind kUnused, each of the smallest
+  // order), any thread's: one to take (nullptr: none), one to keep (false:
+  // there are enough), and every one to `release`, a function of the chunk.
+  static constexpr unsigned kSpareChunks = 16;
+  static ChunkMeta* take_spare() { return g_spares.take(); }
+  static bool keep_spare(ChunkMeta* m) { return g_spares.put(m); }
   template <typename Release>
-  bool release_spares(Release&& release) {
-    bool any = spares_ != 0;
-    while (ChunkMeta* m = take_spare()) release(m);
+  static bool release_spares(Release&& release) {
+    bool any = false;
+    while (ChunkMeta* m = take_spare()) {
+      release(m);
+      any = true;
+    }
     return any;
   }
 
@@ -130,9 +138,10 @@ class Sampler {
   int64_t reach_from_[sizeclass::kCount] = {};
   FreeObject* held_[sizeclass::kCount] = {};
   uint32_t held_length_[sizeclass::kCount] = {};
-  ChunkMeta* spare_[kSpareChunks] = {};
-  unsigned spares_ = 0;
+  uint64_t sampled_[sizeclass::kCount] = {};
   bool started_ = false;
+
+  static inline constinit SlotPool<ChunkMeta, kSpareChunks> g_spares;
 };
 
 }  // namespace roost

@@ -3,12 +3,13 @@
 // whose list cannot reach it (a list holds at most a slab's capacity) is
 // told so by one comparison, and every refill looks until the sampler has
 // started; objects a cut holds back come out once; a few spare chunks of
-// sampled objects are kept, and all of them released.
+// sampled objects are kept for every thread, and all of them released.
 #include "frontend/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <thread>
 
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
@@ -92,25 +93,28 @@ TEST(Sampler, HeldObjectsComeOutOnceAndGoBackWithTheFastLists) {
   EXPECT_EQ(s.take_held(kClass).head, nullptr);
 }
 
-TEST(Sampler, KeepsAFewSpareChunksAndReleasesThemAll) {
-  Sampler s;
-  EXPECT_EQ(s.take_spare(), nullptr);
+TEST(Sampler, KeepsAFewSpareChunksForEveryThreadAndReleasesThemAll) {
+  EXPECT_EQ(Sampler::take_spare(), nullptr);
   ChunkMeta chunks[Sampler::kSpareChunks + 1] = {};
-  for (unsigned i = 0; i < Sampler::kSpareChunks; i++) {
-    EXPECT_FALSE(s.spares_full());
-    EXPECT_TRUE(s.keep_spare(&chunks[i]));
-  }
-  EXPECT_TRUE(s.spares_full());
-  EXPECT_FALSE(s.keep_spare(&chunks[Sampler::kSpareChunks]));
-  // The last kept is the first taken (its pages are the warmest).
-  EXPECT_EQ(s.take_spare(), &chunks[Sampler::kSpareChunks - 1]);
+  for (unsigned i = 0; i < Sampler::kSpareChunks; i++)
+    EXPECT_TRUE(Sampler::keep_spare(&chunks[i])) << i;
+  EXPECT_FALSE(Sampler::keep_spare(&chunks[Sampler::kSpareChunks])) << "kept more than its few";
+  // Another thread takes one this thread kept.
+  ChunkMeta* taken = nullptr;
+  std::thread([&] { taken = Sampler::take_spare(); }).join();
+  EXPECT_GE(taken, &chunks[0]);
+  EXPECT_LT(taken, &chunks[Sampler::kSpareChunks]);
+  bool seen[Sampler::kSpareChunks] = {};
+  seen[taken - chunks] = true;
   unsigned released = 0;
-  EXPECT_TRUE(s.release_spares([&](ChunkMeta* m) {
-    EXPECT_GE(m, &chunks[0]);
-    EXPECT_LT(m, &chunks[Sampler::kSpareChunks - 1]);
+  EXPECT_TRUE(Sampler::release_spares([&](ChunkMeta* m) {
+    ASSERT_GE(m, &chunks[0]);
+    ASSERT_LT(m, &chunks[Sampler::kSpareChunks]);
+    EXPECT_FALSE(seen[m - chunks]) << "a chunk came out twice";
+    seen[m - chunks] = true;
     released++;
   }));
   EXPECT_EQ(released, Sampler::kSpareChunks - 1);
-  EXPECT_EQ(s.take_spare(), nullptr);
-  EXPECT_FALSE(s.release_spares([](ChunkMeta*) { ADD_FAILURE() << "none left"; }));
+  EXPECT_EQ(Sampler::take_spare(), nullptr);
+  EXPECT_FALSE(Sampler::release_spares([](ChunkMeta*) { ADD_FAILURE() << "none left"; }));
 }
