@@ -19,8 +19,6 @@ namespace roost {
 template <typename T, unsigned N>
 class SlotPool {
  public:
-  static constexpr unsigned kCapacity = N;
-
   constexpr SlotPool() = default;
   SlotPool(const SlotPool&) = delete;
   SlotPool& operator=(const SlotPool&) = delete;
