@@ -112,6 +112,10 @@ static_assert(kTargetSlabBits >= kGranuleBits);
 inline constexpr unsigned kDemandKeptMinOrder = 20;  // 1 MiB
 // ...unless more than this is waiting: then the older half is purged at once.
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
+// A purge the program undoes at once (it takes memory that must be faulted
+// in within a delay) doubles the delay, at most this many times; a delay in
+// which it takes no memory halves it again.
+inline constexpr unsigned kMaxPurgeDelayShift = 3;
 
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;

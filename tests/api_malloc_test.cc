@@ -9,6 +9,7 @@
 // the tests of roost's own documented behaviour skip.
 #include <gnu/libc-version.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -340,6 +341,54 @@ TEST(Calloc, OneGibibyteIsZeroWithoutBeingWrittenByTheAllocator) {
   EXPECT_LT(rss_after - rss_before, 64 * 1024)
       << "RSS grew by " << (rss_after - rss_before) << " kB for a 1 GiB calloc read at 258 places";
   free(p);
+}
+
+// Pages of [p, p + size) the kernel has mapped (mincore), or -1.
+long mapped_pages(const void* p, size_t size) {
+  const size_t page = page_size();
+  uintptr_t from = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  size_t pages = (reinterpret_cast<uintptr_t>(p) + size - from + page - 1) / page;
+  std::vector<unsigned char> vec(pages);
+  if (mincore(reinterpret_cast<void*>(from), pages * page, vec.data()) != 0) return -1;
+  long n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n;
+}
+
+// Whether this kernel knows MADV_POPULATE_WRITE (Linux 5.14 and later).
+bool kernel_populates() {
+  const size_t page = page_size();
+  void* m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  bool ok = madvise(m, page, 23 /* MADV_POPULATE_WRITE */) == 0;
+  munmap(m, page);
+  return ok;
+}
+
+TEST(Calloc, FreshLargeBlocksUpToTheBoundAreMappedAtOnceBiggerOnesStayLazy) {
+  if (!roost_active()) GTEST_SKIP() << "roost's documented behaviour (ROOST_CALLOC_POPULATE)";
+  if (!kernel_populates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
+  // After malloc_trim nothing released is waiting: the next large objects
+  // come from memory that was never written or has been purged.
+  for (size_t n : {300 * kKiB, 2 * kMiB + 12345, 16 * kMiB}) {
+    malloc_trim(0);
+    unsigned char* p = static_cast<unsigned char*>(calloc(1, n));
+    ASSERT_NE(p, nullptr) << "calloc(1, " << n << ")";
+    long pages = static_cast<long>((n + page_size() - 1) / page_size());
+    EXPECT_EQ(mapped_pages(p, n), pages) << "calloc(1, " << n << "): its pages are not mapped";
+    ASSERT_EQ(find_nonzero(p, n), SIZE_MAX) << "calloc(1, " << n << ")";
+    free(p);
+  }
+  // Above 16 MiB: left to fault in as the program touches it (a sparse
+  // table costs what it uses).
+  malloc_trim(0);
+  const size_t big = 40 * kMiB;
+  unsigned char* q = static_cast<unsigned char*>(calloc(1, big));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(mapped_pages(q, big), 0) << "calloc(1, 40 MiB) mapped pages the program never touched";
+  EXPECT_EQ(q[0], 0);
+  EXPECT_EQ(q[big - 1], 0);
+  free(q);
 }
 
 // ---------------------------------------------------------------------------

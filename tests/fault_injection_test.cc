@@ -43,7 +43,7 @@ void* t_realloc(void* p, size_t n) { return realloc(p, n); }
 void* t_aligned_alloc(size_t a, size_t n) { return aligned_alloc(a, n); }
 #endif
 
-constexpr int kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3;
+constexpr int kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3, kPopulate = 4;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kHuge = (size_t{3} << 29);  // 1.5 GiB: mapped alone, always fresh
 
@@ -223,6 +223,30 @@ TEST(FaultInjection, ARefusedPurgeIsNotTakenForZeroedMemory) {
   void* q = t_calloc(1, n);
   ASSERT_NE(q, nullptr);
   EXPECT_TRUE(all_zero(q, n));
+  t_free(q);
+}
+
+// MADV_POPULATE_WRITE refused (as by a kernel older than 5.14): calloc's
+// large objects from fresh memory fault in as they are touched, and read
+// as zero.  (ROOST_PURGE_DELAY=0: each freed object's memory is purged
+// before the next calloc, so every calloc below has fresh pages.)
+TEST(FaultInjection, ARefusedPopulateLeavesCallocZeroed) {
+  {
+    Refusal refusal(kPopulate, 0, -1);
+    for (size_t n : {300 * size_t{1024}, 2 * kMiB, 9 * kMiB + 4321}) {
+      for (int round = 0; round < 3; round++) {
+        void* p = t_calloc(1, n);
+        ASSERT_NE(p, nullptr) << "calloc(1, " << n << ")";
+        ASSERT_TRUE(all_zero(p, n)) << "calloc(1, " << n << ") round " << round;
+        memset(p, 0x5A, n);
+        t_free(p);
+      }
+    }
+    EXPECT_GT(roost_test_injected_faults(kPopulate), 0) << "no populate was attempted";
+  }
+  void* q = t_calloc(1, 2 * kMiB);
+  ASSERT_NE(q, nullptr);
+  EXPECT_TRUE(all_zero(q, 2 * kMiB));
   t_free(q);
 }
 

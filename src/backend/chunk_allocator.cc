@@ -9,7 +9,8 @@
 // through the backend keeps about one delay's worth of that demand
 // resident and does not fault it in again, while one that stops asking (or
 // sleeps) has every dirty chunk purged within three delays of its last
-// request.  Over config::kMaxDirtyBytes, nothing is kept.  Allocation takes
+// request.  The delay stretches while purges are undone (g_delay_shift).
+// Over config::kMaxDirtyBytes, nothing is kept.  Allocation takes
 // the smallest dirty chunk that fits, the younger of two of a size.  The
 // clock is read on these slow paths only.  Who ages the generations: the
 // next allocation or release that finds the delay passed, or the service
@@ -61,6 +62,16 @@ DirtyLists g_young, g_old;
 uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones an earlier one
 uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_taken = 0;         // bytes of big chunks handed out since then (the demand kept for)
+size_t g_takes = 0;         // chunks of any size handed out since then
+// The purge delay is the option's, doubled g_delay_shift times.  A delay
+// in which the program took memory that must be faulted in (clean chunks)
+// amounting to a quarter or more of what was purged recently doubles it
+// (the program undid the purges), up to config::kMaxPurgeDelayShift times;
+// a delay in which it took no chunk at all halves it; malloc_trim
+// (purge_all) resets it.
+unsigned g_delay_shift = 0;
+size_t g_purged_recently = 0;  // bytes purged, halved at each rotation
+size_t g_taken_clean = 0;      // bytes of clean chunks handed out since the last rotation
 // Counters written under the lock (but for split pieces) and read without it.
 std::atomic<size_t> g_reserved{0};
 std::atomic<size_t> g_bytes_out{0};
@@ -199,6 +210,7 @@ size_t purge_and_merge(ChunkMeta* list) {
   }
   g_purged.fetch_add(purged, std::memory_order_relaxed);
   g_lock.lock();
+  g_purged_recently += purged;
   while (list != nullptr) {
     ChunkMeta* next = list->next;
     if (list->dirty_pages == 0)
@@ -210,12 +222,30 @@ size_t purge_and_merge(ChunkMeta* list) {
   return purged;
 }
 
-uint64_t purge_delay_ns() { return options::get(options::kPurgeDelayMs) * 1000000u; }
+uint64_t purge_delay_ns() {
+  return (options::get(options::kPurgeDelayMs) * 1000000u) << g_delay_shift;
+}
+
+// At a rotation: stretches or shrinks the purge delay (above) by what the
+// program took during the delay that ends.
+void adapt_delay() {
+  size_t undone = g_taken_clean < g_purged_recently ? g_taken_clean : g_purged_recently;
+  if (undone >= config::kGranule && undone >= g_purged_recently / 4) {
+    if (g_delay_shift < config::kMaxPurgeDelayShift) g_delay_shift++;
+  } else if (g_takes == 0 && g_delay_shift > 0) {
+    g_delay_shift--;
+  }
+  g_purged_recently /= 2;
+  g_taken_clean = 0;
+  g_takes = 0;
+}
 
 // Whether to age the generations: when a purge delay has passed since the
-// last time, or at once when dirty memory passes its cap.
+// last time, or at once when dirty memory passes its cap.  `now` was read
+// before the lock was taken, so it may be earlier than the last rotation.
 bool decay_due(uint64_t now) {
-  return dirty_bytes() > config::kMaxDirtyBytes || now - g_rotated_ns >= purge_delay_ns();
+  return dirty_bytes() > config::kMaxDirtyBytes ||
+         (now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_ns());
 }
 
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
@@ -246,6 +276,7 @@ size_t decay_locked(uint64_t now) {
   if (!decay_due(now)) return 0;
   size_t keep = dirty_bytes() > config::kMaxDirtyBytes ? 0 : g_taken;
   g_taken = 0;
+  adapt_delay();
   ChunkMeta* old = detach_old_keeping(keep);
   for (unsigned o = 0; o <= kMaxOrder; o++) {
     // The young lists become the old ones (swap heads: O(orders)).
@@ -292,6 +323,7 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
 }
 
 void note_out(unsigned order) {
+  g_takes++;
   if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
   g_bytes_out.fetch_add(size_t{1} << order, std::memory_order_relaxed);
   g_chunks_out.fetch_add(1, std::memory_order_relaxed);
@@ -307,6 +339,7 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   ChunkMeta* m = take_dirty(order, max_dirty_order);
   if (m == nullptr) {
     if (!clean) return nullptr;
+    g_taken_clean += size_t{1} << order;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
     if (m == nullptr) m = add_region(order);
     if (m == nullptr) return nullptr;
@@ -375,12 +408,20 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
     if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
 }
 
+uint64_t purge_delay_now_ns() {
+  LockGuard guard(g_lock);
+  return purge_delay_ns();
+}
+
 bool purge_all() {
   LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
   ChunkMeta* all = detach(g_young, detach(g_old));
   bool any = all != nullptr;
   purge_and_merge(all);
+  // Asked for by the program: no sign that it will want the memory back.
+  g_delay_shift = 0;
+  g_purged_recently = 0;
   return any;
 }
 

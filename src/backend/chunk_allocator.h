@@ -5,11 +5,12 @@
 // backend/address_space.h places and sizes them), their ChunkMeta tables
 // (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of
 // released memory: a released chunk stays "dirty" (its pages resident, reusable without a page
-// fault) for one to two purge delays (ROOST_PURGE_DELAY), then is purged (by the next call that
-// finds the delay passed, or by the service thread while one runs) and merged with its free
-// buddies.  Every chunk handed out is naturally aligned to its size; its first `dirty_pages` pages
-// may hold old bytes, the rest reads as zero.  Must never: be called on a fast path (it takes a
-// lock), decide what chunks are used for, or purge under its lock.
+// fault) for one to two purge delays (ROOST_PURGE_DELAY, stretched while the program faults back
+// in what was just purged), then is purged (by the next call that finds the delay passed, or by
+// the service thread while one runs) and merged with its free buddies.  Every chunk handed out is
+// naturally aligned to its size; its first `dirty_pages` pages may hold old bytes, the rest reads
+// as zero.  Must never: be called on a fast path (it takes a lock), decide what chunks are used
+// for, or purge under its lock.
 #pragma once
 
 #include <atomic>
@@ -56,7 +57,12 @@ bool has_dirty(unsigned order);
 void release(ChunkMeta* m, size_t dirty_bytes);
 
 // Purges every dirty chunk now (malloc_trim); true if there was any.
+// Also sets the purge delay back to the option's.
 bool purge_all();
+
+// The purge delay in force: ROOST_PURGE_DELAY's, stretched while the
+// program faults back in memory just purged (chunk_allocator.cc).
+uint64_t purge_delay_now_ns();
 
 // ---- purging on time while the program sleeps (the service thread) ----
 

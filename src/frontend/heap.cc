@@ -7,9 +7,13 @@
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/zero_size.h"
+#include "config.h"
+#include "ds/bits.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
+#include "options.h"
 #include "platform/error.h"
+#include "platform/os.h"
 
 namespace roost::heap {
 
@@ -52,6 +56,30 @@ void check_zero_size_step(const void* p, const char* where) {
 // Relaxed: a statistic, ordering nothing (approximate while such threads free).
 uint64_t unbound_frees(unsigned sc) { return g_unbound_frees[sc].load(std::memory_order_relaxed); }
 
+namespace {
+
+// calloc's part for a large object of `size` bytes at `p` whose first
+// `dirty` bytes may hold old data: those are cleared; the rest reads as
+// zero already.  Up to ROOST_CALLOC_POPULATE its pages are mapped written
+// now: a program that reads zeroed memory before it writes it (a table
+// looked up while it fills) would otherwise fault twice per page, once to
+// map the kernel's zero page and once to copy it, and the copy flushes the
+// page from every core that runs the program's threads.
+void zero_large(void* p, size_t size, size_t dirty) {
+  if (dirty >= size) {
+    __builtin_memset(p, 0, size);
+    return;
+  }
+  if (dirty != 0) __builtin_memset(p, 0, dirty);
+  if (size > options::get(options::kCallocPopulate)) return;
+  const size_t page = os::page_size();
+  uintptr_t from = bits::align_up(reinterpret_cast<uintptr_t>(p) + dirty, page);
+  uintptr_t to = bits::align_up(reinterpret_cast<uintptr_t>(p) + size, page);
+  if (to > from) os::populate_write(reinterpret_cast<void*>(from), to - from);
+}
+
+}  // namespace
+
 void* alloc_large(size_t size, size_t align, bool zero) {
   if (size > config::kMaxRequest || !pool::global_init()) {
     errno = ENOMEM;
@@ -63,7 +91,7 @@ void* alloc_large(size_t size, size_t align, bool zero) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (zero && dirty != 0) __builtin_memset(p, 0, dirty < size ? dirty : size);
+  if (zero) zero_large(p, size, dirty);
   if (ROOST_UNLIKELY(profile::on()))
     profile::note_large(pagemap::lookup(p), __builtin_return_address(0));
   return p;

@@ -31,7 +31,7 @@ struct FaultPlan {
   std::atomic<long> count{0};
   std::atomic<long> injected{0};
 };
-FaultPlan g_faults[4];
+FaultPlan g_faults[5];
 // A page size page_size() reports instead of the kernel's (0: none).
 std::atomic<size_t> g_page_size_override{0};
 
@@ -126,6 +126,27 @@ bool make_accessible(void* p, size_t size) {
 bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge) || !page_aligned(p)) return false;
   return madvise(p, whole_pages(size), zero ? MADV_DONTNEED : MADV_FREE) == 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+namespace {
+// Cleared when the kernel says it does not know MADV_POPULATE_WRITE.
+std::atomic<bool> g_populate_known{true};
+}  // namespace
+
+bool populate_write(void* p, size_t size) {
+  if (injected(FaultKind::kPopulate) || !page_aligned(p)) return false;
+  // relaxed: a hint that saves a failing system call, set once.
+  if (!g_populate_known.load(std::memory_order_relaxed)) return false;
+  int saved = errno;
+  if (madvise(p, whole_pages(size), MADV_POPULATE_WRITE) == 0) return true;
+  // relaxed: as above.
+  if (errno == EINVAL) g_populate_known.store(false, std::memory_order_relaxed);
+  errno = saved;
+  return false;
 }
 
 namespace {

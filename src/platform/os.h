@@ -49,6 +49,13 @@ bool make_accessible(void* p, size_t size);
 // the OS refused: the pages keep their contents.
 bool purge(void* p, size_t size, bool zero);
 
+// Has the kernel map the pages of [p, p+size) (page-aligned, readable and
+// writable) as written, each a zeroed page of its own where none was
+// (MADV_POPULATE_WRITE, Linux 5.14 and later): what a first write to each
+// would do, in one call.  False if the OS refused or does not know how;
+// the range reads as it did either way.
+bool populate_write(void* p, size_t size);
+
 // Whether the kernel gives transparent huge pages of 2 MiB
 // (config::kHugePageBits) to the ranges a process asks for them (THP mode
 // `madvise`), and only to those; false where its huge pages are of another
@@ -136,7 +143,7 @@ void wake_one(const uint32_t* word);
 // EAGAIN; munmap: ENOMEM; mprotect: ENOMEM).  count < 0: every call from
 // `first` on.
 namespace roost::os {
-enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3 };
+enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3, kPopulate = 4 };
 }  // namespace roost::os
 #if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
 extern "C" void roost_test_inject_faults(int kind, long first, long count);

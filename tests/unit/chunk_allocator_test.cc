@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -197,6 +198,108 @@ TEST(ChunkAllocator, PurgeDueAgesDirtyMemoryOnTime) {
   EXPECT_EQ(next, UINT64_MAX);  // nothing left to do
   EXPECT_EQ(bytes[5], 0);
   chunks::set_release_hook(previous);
+}
+
+// A thread reads the clock before it takes the lock, so another thread may
+// age the generations in between, with a later time: the earlier time must
+// not read as a delay long passed (it once wrapped around and purged memory
+// released a moment before).
+TEST(ChunkAllocator, AClockReadBeforeTheLastAgingAgesNothing) {
+  chunks::purge_all();
+  ScopedPurgeDelay delay(20);
+  uint64_t next = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  uint64_t earliest = os::now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  uint64_t earlier = os::now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  chunks::purge_due(os::now_ns(), &next);  // ages them, at a later time
+  ChunkMeta* m = chunks::alloc(17);
+  ASSERT_NE(m, nullptr);
+  char* bytes = reinterpret_cast<char*>(m->base);
+  bytes[5] = 7;
+  chunks::release(m, 4096);
+  EXPECT_EQ(chunks::purge_due(earlier, &next), 0u);
+  EXPECT_EQ(chunks::purge_due(earliest, &next), 0u);
+  EXPECT_EQ(chunks::dirty_bytes(), 4096u);
+  EXPECT_EQ(bytes[5], 7);
+  chunks::purge_all();
+}
+
+// A purge the program undoes (it takes as much fresh memory within the next
+// delay) doubles the delay, up to eight times the option's; a delay with
+// nothing taken halves it; purge_all (malloc_trim) resets it.
+TEST(ChunkAllocator, UndonePurgesStretchTheDelayAndIdleDelaysShrinkIt) {
+  chunks::purge_all();
+  ScopedPurgeDelay delay(20);
+  const uint64_t base = 20 * 1000000ull;
+  EXPECT_EQ(chunks::purge_delay_now_ns(), base);
+  uint64_t next = 0;
+  // A busy program: a small chunk released and taken back (dirty: no fault)
+  // at every step, while the service thread's call ages the generations.
+  ChunkMeta* busy = chunks::alloc(16);
+  ASSERT_NE(busy, nullptr);
+  auto step = [&] {
+    chunks::release(busy, 4096);
+    busy = chunks::alloc(16);
+    ASSERT_NE(busy, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    chunks::purge_due(os::now_ns(), &next);
+  };
+  // Each cycle: a written MiB released and purged, then taken again fresh
+  // (to be faulted in): the rotation after the take doubles the delay, up
+  // to eight times the option's.  (A loaded machine may stall the steps for
+  // a whole delay, which halves it: so the test asks for doublings only, and
+  // for the top to be reached within a few more cycles.)
+  ChunkMeta* m = chunks::alloc(20);
+  ASSERT_NE(m, nullptr);
+  for (int cycle = 1; cycle <= 12 && chunks::purge_delay_now_ns() < (base << 3); cycle++) {
+    memset(reinterpret_cast<void*>(m->base), 1, size_t{1} << 20);
+    size_t purged_before = chunks::purged_bytes();
+    chunks::release(m, size_t{1} << 20);
+    while (chunks::purged_bytes() == purged_before) step();
+    uint64_t before = chunks::purge_delay_now_ns();
+    m = chunks::alloc(20);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->dirty_pages, 0u) << "cycle " << cycle << ": the MiB was purged";
+    uint64_t until = os::now_ns() + 3 * before;
+    while (chunks::purge_delay_now_ns() == before && os::now_ns() < until) step();
+    uint64_t after = chunks::purge_delay_now_ns();
+    EXPECT_TRUE(after == before * 2 || after == before / 2)
+        << "cycle " << cycle << ": " << before << " ns, then " << after;
+  }
+  EXPECT_EQ(chunks::purge_delay_now_ns(), base << 3);
+  // No further: one more undone purge leaves it at the top.
+  memset(reinterpret_cast<void*>(m->base), 1, size_t{1} << 20);
+  size_t purged_before = chunks::purged_bytes();
+  chunks::release(m, size_t{1} << 20);
+  while (chunks::purged_bytes() == purged_before) step();
+  m = chunks::alloc(20);
+  ASSERT_NE(m, nullptr);
+  uint64_t until = os::now_ns() + 2 * (base << 3);
+  while (os::now_ns() < until) step();
+  EXPECT_LE(chunks::purge_delay_now_ns(), base << 3);
+  chunks::release(m, 0);
+  chunks::release(busy, 0);
+  // Delays with nothing taken: back down to the option's, a halving each.
+  uint64_t seen = chunks::purge_delay_now_ns();
+  while (seen > base) {
+    while (chunks::purge_delay_now_ns() == seen) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      chunks::purge_due(os::now_ns(), &next);
+    }
+    EXPECT_EQ(chunks::purge_delay_now_ns(), seen / 2);
+    seen = chunks::purge_delay_now_ns();
+  }
+  // And malloc_trim's purge_all resets a stretched delay at once.
+  for (int cycle = 0; cycle < 2; cycle++) {
+    ChunkMeta* again = chunks::alloc(20);
+    ASSERT_NE(again, nullptr);
+    memset(reinterpret_cast<void*>(again->base), 1, size_t{1} << 20);
+    chunks::release(again, size_t{1} << 20);
+    chunks::purge_all();
+  }
+  EXPECT_EQ(chunks::purge_delay_now_ns(), base);
 }
 
 // A dirty chunk split for a smaller request hands its dirty extent on to
