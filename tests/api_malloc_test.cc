@@ -355,12 +355,13 @@ long mapped_pages(const void* p, size_t size) {
   return n;
 }
 
-// Whether this kernel knows MADV_POPULATE_WRITE (Linux 5.14 and later).
+// Whether this kernel carries out MADV_POPULATE_WRITE (Linux 5.14 and
+// later; an emulator such as qemu-user may accept the call and do nothing).
 bool kernel_populates() {
   const size_t page = page_size();
   void* m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return false;
-  bool ok = madvise(m, page, 23 /* MADV_POPULATE_WRITE */) == 0;
+  bool ok = madvise(m, page, 23 /* MADV_POPULATE_WRITE */) == 0 && mapped_pages(m, page) == 1;
   munmap(m, page);
   return ok;
 }
