@@ -62,11 +62,12 @@ DirtyLists g_young, g_old;
 uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones an earlier one
 uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_taken = 0;         // bytes of big chunks handed out since then (the demand kept for)
-size_t g_takes = 0;         // chunks of any size handed out since then
+size_t g_handouts = 0;      // chunks of any size handed out since then
 // The purge delay is the option's, doubled g_delay_shift times.  A delay
 // in which the program took memory that must be faulted in (clean chunks)
-// amounting to a quarter or more of what was purged recently doubles it
-// (the program undid the purges), up to config::kMaxPurgeDelayShift times;
+// amounting to a quarter or more of what was purged recently, and to a
+// granule at least, doubles it (the program undid the purges), up to
+// config::kMaxPurgeDelayShift times;
 // a delay in which it took no chunk at all halves it; malloc_trim
 // (purge_all) resets it.
 unsigned g_delay_shift = 0;
@@ -232,12 +233,12 @@ void adapt_delay() {
   size_t undone = g_taken_clean < g_purged_recently ? g_taken_clean : g_purged_recently;
   if (undone >= config::kGranule && undone >= g_purged_recently / 4) {
     if (g_delay_shift < config::kMaxPurgeDelayShift) g_delay_shift++;
-  } else if (g_takes == 0 && g_delay_shift > 0) {
+  } else if (g_handouts == 0 && g_delay_shift > 0) {
     g_delay_shift--;
   }
   g_purged_recently /= 2;
   g_taken_clean = 0;
-  g_takes = 0;
+  g_handouts = 0;
 }
 
 // Whether to age the generations: when a purge delay has passed since the
@@ -323,7 +324,7 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
 }
 
 void note_out(unsigned order) {
-  g_takes++;
+  g_handouts++;
   if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
   g_bytes_out.fetch_add(size_t{1} << order, std::memory_order_relaxed);
   g_chunks_out.fetch_add(1, std::memory_order_relaxed);
@@ -339,10 +340,10 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   ChunkMeta* m = take_dirty(order, max_dirty_order);
   if (m == nullptr) {
     if (!clean) return nullptr;
-    g_taken_clean += size_t{1} << order;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
     if (m == nullptr) m = add_region(order);
     if (m == nullptr) return nullptr;
+    g_taken_clean += size_t{1} << order;
     m->dirty_pages = 0;  // purged or never touched
     split(m, order, [](ChunkMeta* upper) { push_free(upper); });
   }
