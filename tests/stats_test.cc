@@ -312,3 +312,17 @@ TEST(Stats, ClassStatsNameEveryClassAndRefuseBadArguments) {
   EXPECT_EQ(roost_class_stats(0, nullptr), -1);
   EXPECT_EQ(roost_stats(nullptr), -1);
 }
+
+// purge_delay_ms is ROOST_PURGE_DELAY's value (10 unless the environment
+// sets it) once roost_trim() has set a stretched delay back, and never
+// more than eight times it.
+TEST(Stats, PurgeDelayIsTheOptionsAfterATrim) {
+  const char* env = getenv("ROOST_PURGE_DELAY");
+  uint64_t option = env != nullptr ? strtoull(env, nullptr, 10) : 10;
+  struct roost_stats s;
+  ASSERT_EQ(roost_stats(&s), 0);
+  EXPECT_LE(s.purge_delay_ms, option * 8);
+  roost_trim();
+  ASSERT_EQ(roost_stats(&s), 0);
+  EXPECT_EQ(s.purge_delay_ms, option);
+}

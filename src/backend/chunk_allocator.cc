@@ -70,7 +70,9 @@ size_t g_handouts = 0;      // chunks of any size handed out since then
 // config::kMaxPurgeDelayShift times;
 // a delay in which it took no chunk at all halves it; malloc_trim
 // (purge_all) resets it.
-unsigned g_delay_shift = 0;
+// Written under the lock; read without it by statistics (relaxed: a figure
+// that orders nothing).
+std::atomic<unsigned> g_delay_shift{0};
 size_t g_purged_recently = 0;  // bytes purged, halved at each rotation
 size_t g_taken_clean = 0;      // bytes of clean chunks handed out since the last rotation
 // Counters written under the lock (but for split pieces) and read without it.
@@ -224,18 +226,21 @@ size_t purge_and_merge(ChunkMeta* list) {
 }
 
 uint64_t purge_delay_ns() {
-  return (options::get(options::kPurgeDelayMs) * 1000000u) << g_delay_shift;
+  return (options::get(options::kPurgeDelayMs) * 1000000u)
+         << g_delay_shift.load(std::memory_order_relaxed);
 }
 
 // At a rotation: stretches or shrinks the purge delay (above) by what the
 // program took during the delay that ends.
 void adapt_delay() {
   size_t undone = g_taken_clean < g_purged_recently ? g_taken_clean : g_purged_recently;
+  unsigned shift = g_delay_shift.load(std::memory_order_relaxed);
   if (undone >= config::kGranule && undone >= g_purged_recently / 4) {
-    if (g_delay_shift < config::kMaxPurgeDelayShift) g_delay_shift++;
-  } else if (g_handouts == 0 && g_delay_shift > 0) {
-    g_delay_shift--;
+    if (shift < config::kMaxPurgeDelayShift) shift++;
+  } else if (g_handouts == 0 && shift > 0) {
+    shift--;
   }
+  g_delay_shift.store(shift, std::memory_order_relaxed);
   g_purged_recently /= 2;
   g_taken_clean = 0;
   g_handouts = 0;
@@ -409,10 +414,7 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
     if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
 }
 
-uint64_t purge_delay_now_ns() {
-  LockGuard guard(g_lock);
-  return purge_delay_ns();
-}
+uint64_t purge_delay_now_ns() { return purge_delay_ns(); }
 
 bool purge_all() {
   LockGuard purging(g_purge_lock);
@@ -421,7 +423,7 @@ bool purge_all() {
   bool any = all != nullptr;
   purge_and_merge(all);
   // Asked for by the program: no sign that it will want the memory back.
-  g_delay_shift = 0;
+  g_delay_shift.store(0, std::memory_order_relaxed);
   g_purged_recently = 0;
   return any;
 }

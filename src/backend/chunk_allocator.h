@@ -61,7 +61,8 @@ void release(ChunkMeta* m, size_t dirty_bytes);
 bool purge_all();
 
 // The purge delay in force: ROOST_PURGE_DELAY's, stretched while the
-// program faults back in memory just purged (chunk_allocator.cc).
+// program faults back in memory just purged (chunk_allocator.cc).  Read
+// without the lock (statistics).
 uint64_t purge_delay_now_ns();
 
 // ---- purging on time while the program sleeps (the service thread) ----
