@@ -67,11 +67,10 @@ size_t g_handouts = 0;      // chunks of any size handed out since then
 // in which the program took memory that must be faulted in (clean chunks)
 // amounting to a quarter or more of what was purged recently, and to a
 // granule at least, doubles it (the program undid the purges), up to
-// config::kMaxPurgeDelayShift times;
-// a delay in which it took no chunk at all halves it; malloc_trim
-// (purge_all) resets it.
-// Written under the lock; read without it by statistics (relaxed: a figure
-// that orders nothing).
+// config::kMaxPurgeDelayShift times; a delay in which it took no chunk at
+// all halves it; malloc_trim (purge_all) resets it.  Written under the
+// lock; read without it by statistics (relaxed: a figure that orders
+// nothing).
 std::atomic<unsigned> g_delay_shift{0};
 size_t g_purged_recently = 0;  // bytes purged, halved at each rotation
 size_t g_taken_clean = 0;      // bytes of clean chunks handed out since the last rotation
