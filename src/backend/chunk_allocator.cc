@@ -63,14 +63,14 @@ uint8_t g_epoch = 0;        // counts rotations: young chunks carry it, old ones
 uint64_t g_rotated_ns = 0;  // when the young generation began
 size_t g_taken = 0;         // bytes of big chunks handed out since then (the demand kept for)
 size_t g_handouts = 0;      // chunks of any size handed out since then
-// The purge delay is the option's, doubled g_delay_shift times.  A delay
-// in which the program took memory that must be faulted in (clean chunks)
-// amounting to a quarter or more of what was purged recently, and to a
-// granule at least, doubles it (the program undid the purges), up to
-// config::kMaxPurgeDelayShift times; a delay in which it took no chunk at
-// all halves it; malloc_trim (purge_all) resets it.  Written under the
-// lock; read without it by statistics (relaxed: a figure that orders
-// nothing).
+// The purge delay (purge_delay_now_ns) is the option's, doubled
+// g_delay_shift times.  A delay in which the program took memory that must
+// be faulted in (clean chunks) amounting to a quarter or more of what was
+// purged recently, and to a granule at least, doubles it (the program
+// undid the purges), up to config::kMaxPurgeDelayShift times; a delay in
+// which it took no chunk at all halves it; malloc_trim (purge_all) resets
+// it.  Written under the lock; read without it by statistics (relaxed: a
+// figure that orders nothing).
 std::atomic<unsigned> g_delay_shift{0};
 size_t g_purged_recently = 0;  // bytes purged, halved at each rotation
 size_t g_taken_clean = 0;      // bytes of clean chunks handed out since the last rotation
@@ -224,11 +224,6 @@ size_t purge_and_merge(ChunkMeta* list) {
   return purged;
 }
 
-uint64_t purge_delay_ns() {
-  return (options::get(options::kPurgeDelayMs) * 1000000u)
-         << g_delay_shift.load(std::memory_order_relaxed);
-}
-
 // At a rotation: stretches or shrinks the purge delay (above) by what the
 // program took during the delay that ends.
 void adapt_delay() {
@@ -250,7 +245,7 @@ void adapt_delay() {
 // before the lock was taken, so it may be earlier than the last rotation.
 bool decay_due(uint64_t now) {
   return dirty_bytes() > config::kMaxDirtyBytes ||
-         (now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_ns());
+         (now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_now_ns());
 }
 
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
@@ -413,7 +408,10 @@ void release(ChunkMeta* m, size_t dirty_bytes) {
     if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
 }
 
-uint64_t purge_delay_now_ns() { return purge_delay_ns(); }
+uint64_t purge_delay_now_ns() {
+  return (options::get(options::kPurgeDelayMs) * 1000000u)
+         << g_delay_shift.load(std::memory_order_relaxed);
+}
 
 bool purge_all() {
   LockGuard purging(g_purge_lock);
@@ -435,7 +433,7 @@ size_t purge_due(uint64_t now, uint64_t* next_ns) {
   LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
   size_t purged = decay_locked(now);
-  *next_ns = dirty_bytes() == 0 ? UINT64_MAX : g_rotated_ns + purge_delay_ns();
+  *next_ns = dirty_bytes() == 0 ? UINT64_MAX : g_rotated_ns + purge_delay_now_ns();
   return purged;
 }
 
