@@ -110,8 +110,12 @@ static_assert(kTargetSlabBits >= kGranuleBits);
 // through malloc and free); smaller ones are slab memory, which the
 // frontend keeps a reserve of itself...
 inline constexpr unsigned kDemandKeptMinOrder = 20;  // 1 MiB
-// ...unless more than this is waiting: then the older half is purged at once.
+// ...unless more than this is waiting: then the oldest chunks, the biggest
+// first, are purged at once, down to the second figure (what is left stays
+// reusable without faults, so a program that cycles buffers bigger than
+// the cap's share does not fault every one in again).
 inline constexpr size_t kMaxDirtyBytes = size_t{256} << 20;
+inline constexpr size_t kDirtyBytesAfterCap = kMaxDirtyBytes / 4 * 3;
 // A purge the program undoes at once (it takes memory that must be faulted
 // in within a delay) doubles the delay, at most this many times; a delay in
 // which it takes no memory halves it again.

@@ -10,7 +10,9 @@
 // resident and does not fault it in again, while one that stops asking (or
 // sleeps) has every dirty chunk purged within three delays of its last
 // request.  The delay stretches while purges are undone (g_delay_shift).
-// Over config::kMaxDirtyBytes, nothing is kept.  Allocation takes
+// Over config::kMaxDirtyBytes, old chunks and then young ones, the biggest
+// first, are purged at once down to config::kDirtyBytesAfterCap, whatever
+// the clock says.  Allocation takes
 // the smallest dirty chunk that fits, the younger of two of a size.  The
 // clock is read on these slow paths only.  Who ages the generations: the
 // next allocation or release that finds the delay passed, or the service
@@ -243,10 +245,10 @@ void adapt_delay() {
 // Whether to age the generations: when a purge delay has passed since the
 // last time, or at once when dirty memory passes its cap.  `now` was read
 // before the lock was taken, so it may be earlier than the last rotation.
-bool decay_due(uint64_t now) {
-  return dirty_bytes() > config::kMaxDirtyBytes ||
-         (now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_now_ns());
+bool rotation_due(uint64_t now) {
+  return now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_now_ns();
 }
+bool decay_due(uint64_t now) { return dirty_bytes() > config::kMaxDirtyBytes || rotation_due(now); }
 
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
 // first: they cost the most to fault in again), which move to the young
@@ -270,11 +272,10 @@ ChunkMeta* detach_old_keeping(size_t keep) {
   return all;
 }
 
-// Ages the generations if decay_due(now).  Both locks held; returns the
-// bytes purged.
-size_t decay_locked(uint64_t now) {
-  if (!decay_due(now)) return 0;
-  size_t keep = dirty_bytes() > config::kMaxDirtyBytes ? 0 : g_taken;
+// Makes the young generation old and purges the old one (above).  Both
+// locks held; returns the bytes purged.
+size_t rotate_locked(uint64_t now) {
+  size_t keep = g_taken;
   g_taken = 0;
   adapt_delay();
   ChunkMeta* old = detach_old_keeping(keep);
@@ -286,8 +287,29 @@ size_t decay_locked(uint64_t now) {
   }
   g_epoch++;
   g_rotated_ns = now;
-  size_t purged = purge_and_merge(old);
-  if (dirty_bytes() > config::kMaxDirtyBytes) purged += purge_and_merge(detach(g_old));
+  return purge_and_merge(old);
+}
+
+// Over the cap: the old generation's chunks, then the young one's, the
+// biggest first, until dirty memory is back to config::kDirtyBytesAfterCap.
+ChunkMeta* detach_over_cap() {
+  ChunkMeta* all = nullptr;
+  for (DirtyLists* gen : {&g_old, &g_young})
+    for (unsigned o = kMaxOrder + 1; o-- > 0;)
+      while (dirty_bytes() > config::kDirtyBytesAfterCap)
+        if (ChunkMeta* m = gen->by_order[o].pop_front())
+          all = into_transit(m, all);
+        else
+          break;
+  return all;
+}
+
+// Ages the generations if a delay has passed, and purges down to the
+// mark if dirty memory passed its cap.  Both locks held; returns the
+// bytes purged.
+size_t decay_locked(uint64_t now) {
+  size_t purged = rotation_due(now) ? rotate_locked(now) : 0;
+  if (dirty_bytes() > config::kMaxDirtyBytes) purged += purge_and_merge(detach_over_cap());
   return purged;
 }
 

@@ -374,13 +374,29 @@ TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
   EXPECT_FALSE(chunks::purge_all());
 }
 
-// More dirty memory than kMaxDirtyBytes is purged at once.
-TEST(ChunkAllocator, DirtyMemoryIsCapped) {
+// More dirty memory than kMaxDirtyBytes is purged at once, biggest chunks
+// first, down to kDirtyBytesAfterCap; what is left stays dirty (reusable
+// without faults) until the clock ages it.
+TEST(ChunkAllocator, DirtyMemoryOverTheCapIsPurgedDownToItsMark) {
+  static_assert(config::kDirtyBytesAfterCap < config::kMaxDirtyBytes);
+  ScopedPurgeDelay delay(60000);  // the clock ages nothing meanwhile
   chunks::purge_all();
-  std::vector<ChunkMeta*> got;
-  for (int i = 0; i < 3; i++) got.push_back(chunks::alloc(27));  // 128 MiB each, untouched
+  // 128 MiB chunks, untouched; every other one stays out, so that the
+  // released ones have no dirty buddy to merge with.
+  std::vector<ChunkMeta*> got, held;
+  for (int i = 0; i < 8; i++) (i % 2 == 0 ? got : held).push_back(chunks::alloc(27));
+  ChunkMeta* small = chunks::alloc(20);
+  chunks::release(small, size_t{1} << 20);  // 1 MiB, dirty
   for (ChunkMeta* m : got) chunks::release(m, size_t{1} << 27);
-  EXPECT_LE(chunks::dirty_bytes(), config::kMaxDirtyBytes);
+  // 1 MiB + 4 x 128 MiB passed the cap: the 128 MiB chunks went until the
+  // rest was under the mark, and the small one stayed.
+  EXPECT_LE(chunks::dirty_bytes(), config::kDirtyBytesAfterCap);
+  EXPECT_GE(chunks::dirty_bytes(), config::kDirtyBytesAfterCap - (size_t{1} << 27));
+  EXPECT_TRUE(chunks::has_dirty(27));
+  ChunkMeta* again = chunks::alloc_dirty(20, 20);
+  EXPECT_EQ(again, small);
+  if (again != nullptr) chunks::release(again, 0);
+  for (ChunkMeta* m : held) chunks::release(m, 0);
   chunks::purge_all();
 }
 
