@@ -34,6 +34,7 @@
 #include "ds/dlist.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "frontend/checks.h"
 #include "frontend/chunk_cache.h"
 #include "frontend/slab.h"
 
@@ -42,7 +43,10 @@ namespace roost {
 class SizeClassSlabs {
  public:
   // `owner` is what the slabs' records name as their owner.
-  constexpr explicit SizeClassSlabs(const void* owner) : owner_(owner) {}
+  constexpr explicit SizeClassSlabs(const void* owner) : owner_(owner) {
+    for (unsigned sc = 0; sc < sizeclass::kCount; sc++)
+      ramp_left_[sc] = sizeclass::kInfo.info[sc].carve;
+  }
   SizeClassSlabs(const SizeClassSlabs&) = delete;
   SizeClassSlabs& operator=(const SizeClassSlabs&) = delete;
 
@@ -53,7 +57,12 @@ class SizeClassSlabs {
   FreeObject* take_from_active(unsigned sc) {
     ChunkMeta* m = active_[sc];
     if (m == nullptr || m->free_head == nullptr) return nullptr;
-    return take_free(m, SlabState::kActive);
+    FreeObject* list = take_free(m, SlabState::kActive);
+    // A class still ramping up (batch()) whose objects cycle through its
+    // active slab is in use: its carves go on doubling here, or it would
+    // refill every few objects for as long as it cycles.
+    if (ROOST_UNLIKELY(ramp_left_[sc] != 0)) list = ramp_up(m, list);
+    return list;
   }
   // The active slab's tail, while its next carve stays on resident pages.
   FreeObject* carve_resident_tail(unsigned sc) {
@@ -157,27 +166,41 @@ class SizeClassSlabs {
   void start(ChunkMeta* m, unsigned sc, ChunkCache& cache);
   // slab::take_free() of `m` in `state` (active, or awake: a constant, which
   // spares the general case's branches), its objects counted in the list
-  // balance.
+  // balance (the owner's own count: exact, not clamped).
   FreeObject* take_free(ChunkMeta* m, SlabState state) {
-    uint32_t n = slab::free_objects(state, m->needed, m->carved, m->sizeclass);
+    auto n =
+        static_cast<uint32_t>(slab::owners_free_objects(state, m->needed, m->carved, m->sizeclass));
     bump_counter(list_balance_[m->sizeclass], n);
     last_list_length_ = n;
     return slab::take_free(m);
   }
-  // slab::carve() of the active slab `m` onto an empty list.
-  FreeObject* carve(ChunkMeta* m) {
+  // slab::carve() of the active slab `m` in front of `list`.
+  FreeObject* carve(ChunkMeta* m, FreeObject* list = nullptr) {
     unsigned sc = m->sizeclass;
     uint32_t n = slab::carve_count(m, batch(sc));
     last_list_length_ = n;
-    if (ramp_[sc] < sizeclass::kInfo.info[sc].carve) ramp_[sc] += n;
-    return slab::carve(m, nullptr, n);
+    ramp_left_[sc] = n < ramp_left_[sc] ? ramp_left_[sc] - n : 0;
+    return slab::carve(m, list, n);
+  }
+  // take_from_active()'s `list` (not empty) of the active slab `m`, with
+  // its class's next carve behind it where its tail has one (the objects
+  // freed last stay first).  The list is short while a class ramps up.
+  ROOST_NOINLINE FreeObject* ramp_up(ChunkMeta* m, FreeObject* list) {
+    if (slab::fully_carved(m)) return list;
+    uint32_t taken = last_list_length_;
+    FreeObject* tail = list;
+    while (FreeObject* next = checks::next_checked(m->sizeclass, tail)) tail = next;
+    freelist::set_next(tail, carve(m));
+    last_list_length_ += taken;
+    return list;
   }
   // The objects class `sc`'s next carve takes at most: a small page's worth
   // at first, then as many as the class carved before (the carves double)
   // up to its batch.  A class a program uses a little touches a page of it.
   uint32_t batch(unsigned sc) const {
-    uint32_t first = sizeclass::kInfo.info[sc].first_carve;
-    return ramp_[sc] > first ? ramp_[sc] : first;
+    const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+    uint32_t carved = info.carve - ramp_left_[sc];
+    return carved > info.first_carve ? carved : info.first_carve;
   }
   // `m` (already slab::take_free()n, or started) becomes its class's active
   // slab; the one it replaces sleeps, or wakes at once.
@@ -197,7 +220,7 @@ class SizeClassSlabs {
   uint64_t list_balance_[sizeclass::kCount] = {};  // see list_balance()
   uint64_t bytes_held_ = 0;                        // see bytes_held()
   uint32_t last_list_length_ = 0;                  // see last_list_length()
-  uint32_t ramp_[sizeclass::kCount] = {};          // objects carved, up to a batch: batch()
+  uint32_t ramp_left_[sizeclass::kCount] = {};     // objects to carve before a batch: batch()
   const void* owner_;
 };
 

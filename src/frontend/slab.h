@@ -87,16 +87,19 @@ constexpr int64_t returned_to_active(int32_t needed, uint32_t carved) {
 
 // Objects on the free list of a slab of class `sc` in `state` with these
 // counts, which say it in each state: what came back since the objects
-// were last taken.  Clamped to what the slab carved: statistics compute it
-// from fields read while the owner may be changing them.
+// were last taken.  Exact for the slab's owner (a double free aside).
+constexpr int64_t owners_free_objects(SlabState state, int32_t needed, uint32_t carved,
+                                      unsigned sc) {
+  if (state == SlabState::kActive) return returned_to_active(needed, carved);
+  if (state == SlabState::kSleeping)
+    return int64_t{wake_count(sc, carved)} - needed;  // `needed`: to its wake count
+  return int64_t{carved} - needed;                    // awake, `needed`: out
+}
+
+// The same clamped to what the slab carved, for statistics, which compute
+// it from fields read while the owner may be changing them.
 constexpr uint32_t free_objects(SlabState state, int32_t needed, uint32_t carved, unsigned sc) {
-  int64_t n;
-  if (state == SlabState::kActive)
-    n = returned_to_active(needed, carved);
-  else if (state == SlabState::kSleeping)
-    n = int64_t{wake_count(sc, carved)} - needed;  // `needed`: to its wake count
-  else
-    n = int64_t{carved} - needed;  // awake, `needed`: out
+  int64_t n = owners_free_objects(state, needed, carved, sc);
   return n < 0 ? 0 : n > carved ? carved : static_cast<uint32_t>(n);
 }
 

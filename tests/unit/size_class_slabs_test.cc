@@ -136,6 +136,25 @@ TEST(SizeClassSlabs, AClassCarvesAPageFirstAndDoublesUpToItsBatch) {
   for (void* p : out) f.free(p);
 }
 
+// malloc, free, malloc, free...: the objects come back through the active
+// slab, so its tail is never reached by an empty active slab; the class's
+// refills still grow to its batch (not a page's worth each, for as long
+// as it cycles).
+TEST(SizeClassSlabs, AClassCyclingAFewObjectsRampsUpToItsBatchAllTheSame) {
+  Fixture f;
+  ASSERT_LT(kInfo1K.first_carve * 4, kInfo1K.carve);
+  constexpr uint32_t kCycles = 2000;
+  uint32_t refills = 0;
+  for (uint32_t i = 0; i < kCycles; i++) {
+    if (f.fast[kClass1K] == nullptr) refills++;
+    void* p = f.alloc(kClass1K);
+    ASSERT_NE(p, nullptr);
+    f.free(p);
+  }
+  EXPECT_LE(refills, kCycles / kInfo1K.carve + 8);
+  EXPECT_EQ(f.slabs.slab_count(), 1u);
+}
+
 TEST(SizeClassSlabs, FreedObjectsComeBackThroughTheActiveSlab) {
   Fixture f;
   std::set<void*> first;
