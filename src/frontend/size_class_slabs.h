@@ -188,6 +188,9 @@ class SizeClassSlabs {
   ROOST_NOINLINE FreeObject* ramp_up(ChunkMeta* m, FreeObject* list) {
     if (slab::fully_carved(m)) return list;
     uint32_t taken = last_list_length_;
+    // The head first, as its hand-out checks it (a write to it is one to a
+    // freed object, not a broken link).
+    checks::head_intact(m, m->sizeclass, list);
     FreeObject* tail = list;
     while (FreeObject* next = checks::next_checked(m->sizeclass, tail)) tail = next;
     freelist::set_next(tail, carve(m));
