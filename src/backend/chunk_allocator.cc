@@ -242,12 +242,13 @@ void adapt_delay() {
   g_handouts = 0;
 }
 
-// Whether to age the generations: when a purge delay has passed since the
-// last time, or at once when dirty memory passes its cap.  `now` was read
-// before the lock was taken, so it may be earlier than the last rotation.
+// Whether to age the generations: a purge delay has passed since the last
+// time.  `now` was read before the lock was taken, so it may be earlier
+// than the last rotation.
 bool rotation_due(uint64_t now) {
   return now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_now_ns();
 }
+// Whether decay_locked() has work: aging, or dirty memory over its cap.
 bool decay_due(uint64_t now) { return dirty_bytes() > config::kMaxDirtyBytes || rotation_due(now); }
 
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
