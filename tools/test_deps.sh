@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ make libgtest-dev valgrind python3 git binutils pkg-config
           clang libclang-rt-14-dev
           google-perftools  # google-pprof, which reads the heap profiles in tests/profile/
+          libsqlite3-dev  # bench_sqlite, whose smoke test runs in make test
           rustc cargo   # Debian's Rust 1.63, the crate's oldest (rust.msrv_path_dependency)
           g++-aarch64-linux-gnu qemu-user-static googletest)  # make test-aarch64
 
