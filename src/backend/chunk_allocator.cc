@@ -10,9 +10,9 @@
 // resident and does not fault it in again, while one that stops asking (or
 // sleeps) has every dirty chunk purged within three delays of its last
 // request.  The delay stretches while purges are undone (g_delay_shift).
-// Over config::kMaxDirtyBytes, old chunks and then young ones, the biggest
-// first, are purged at once down to config::kDirtyBytesAfterCap, whatever
-// the clock says.  Allocation takes
+// Over its cap (dirty_cap(): the bytes handed out, config::kDirtyCapFloor at
+// least), old chunks and then young ones, the biggest first, are purged at
+// once down to three quarters of the cap, whatever the clock says.  Allocation takes
 // the smallest dirty chunk that fits, the younger of two of a size.  The
 // clock is read on these slow paths only.  Who ages the generations: the
 // next allocation or release that finds the delay passed, or the service
@@ -249,7 +249,7 @@ bool rotation_due(uint64_t now) {
   return now >= g_rotated_ns && now - g_rotated_ns >= purge_delay_now_ns();
 }
 // Whether decay_locked() has work: aging, or dirty memory over its cap.
-bool decay_due(uint64_t now) { return dirty_bytes() > config::kMaxDirtyBytes || rotation_due(now); }
+bool decay_due(uint64_t now) { return dirty_bytes() > dirty_cap() || rotation_due(now); }
 
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
 // first: they cost the most to fault in again), which move to the young
@@ -292,12 +292,13 @@ size_t rotate_locked(uint64_t now) {
 }
 
 // Over the cap: the old generation's chunks, then the young one's, the
-// biggest first, until dirty memory is back to config::kDirtyBytesAfterCap.
+// biggest first, until dirty memory is back to three quarters of the cap.
 ChunkMeta* detach_over_cap() {
   ChunkMeta* all = nullptr;
+  size_t mark = dirty_cap() / 4 * config::kDirtyAfterCapQuarters;
   for (DirtyLists* gen : {&g_old, &g_young})
     for (unsigned o = kMaxOrder + 1; o-- > 0;)
-      while (dirty_bytes() > config::kDirtyBytesAfterCap)
+      while (dirty_bytes() > mark)
         if (ChunkMeta* m = gen->by_order[o].pop_front())
           all = into_transit(m, all);
         else
@@ -310,7 +311,7 @@ ChunkMeta* detach_over_cap() {
 // bytes purged.
 size_t decay_locked(uint64_t now) {
   size_t purged = rotation_due(now) ? rotate_locked(now) : 0;
-  if (dirty_bytes() > config::kMaxDirtyBytes) purged += purge_and_merge(detach_over_cap());
+  if (dirty_bytes() > dirty_cap()) purged += purge_and_merge(detach_over_cap());
   return purged;
 }
 
@@ -465,6 +466,10 @@ void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
 size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
 size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
+size_t dirty_cap() {
+  size_t out = bytes_out();
+  return out > config::kDirtyCapFloor ? out : config::kDirtyCapFloor;
+}
 size_t purged_bytes() { return g_purged.load(std::memory_order_relaxed); }
 size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 

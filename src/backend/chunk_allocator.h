@@ -7,7 +7,8 @@
 // released memory: a released chunk stays "dirty" (its pages resident, reusable without a page
 // fault) for one to two purge delays (ROOST_PURGE_DELAY, stretched while the program faults back
 // in what was just purged), then is purged (by the next call that finds the delay passed, or by
-// the service thread while one runs) and merged with its free buddies.  Every chunk handed out is
+// the service thread while one runs) and merged with its free buddies; sooner while more is dirty
+// than the program holds (dirty_cap).  Every chunk handed out is
 // naturally aligned to its size; its first `dirty_pages` pages may hold old bytes, the rest reads
 // as zero.  Must never: be called on a fast path (it takes a lock), decide what chunks are used
 // for, or purge under its lock.
@@ -124,6 +125,7 @@ void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx
 size_t reserved_bytes();  // address space of all regions
 size_t bytes_out();       // bytes in chunks handed out (not in free lists)
 size_t dirty_bytes();     // bytes released but not purged yet (resident)
+size_t dirty_cap();       // dirty bytes purged at once beyond: bytes_out(), a floor at least
 size_t purged_bytes();    // bytes purged since start
 size_t chunks_out();
 

@@ -374,28 +374,70 @@ TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
   EXPECT_FALSE(chunks::purge_all());
 }
 
-// More dirty memory than kMaxDirtyBytes is purged at once, biggest chunks
-// first, down to kDirtyBytesAfterCap; what is left stays dirty (reusable
-// without faults) until the clock ages it.
+// Releases a 128 MiB chunk but for its lowest MiB, which stays out (so
+// that the rest, 127 MiB of dirty pieces, has no buddy to merge with);
+// returns that MiB.
+ChunkMeta* release_all_but_a_mib(bool dirty) {
+  ChunkMeta* m = chunks::alloc(27);
+  std::vector<ChunkMeta*> pieces;
+  chunks::split_out(m, 20, [&](ChunkMeta* piece) { pieces.push_back(piece); });
+  for (ChunkMeta* piece : pieces) chunks::release(piece, dirty ? size_t{1} << piece->order : 0);
+  return m;
+}
+
+// More dirty memory than its cap (the bytes handed out, a floor at least)
+// is purged at once, biggest chunks first, down to three quarters of the
+// cap; what is left stays dirty (reusable without faults) until the clock
+// ages it.
 TEST(ChunkAllocator, DirtyMemoryOverTheCapIsPurgedDownToItsMark) {
-  static_assert(config::kDirtyBytesAfterCap < config::kMaxDirtyBytes);
   ScopedPurgeDelay delay(60000);  // the clock ages nothing meanwhile
   chunks::purge_all();
-  // 128 MiB chunks, untouched; every other one stays out, so that the
-  // released ones have no dirty buddy to merge with.
-  std::vector<ChunkMeta*> got, held;
-  for (int i = 0; i < 8; i++) (i % 2 == 0 ? got : held).push_back(chunks::alloc(27));
-  ChunkMeta* small = chunks::alloc(20);
-  chunks::release(small, size_t{1} << 20);  // 1 MiB, dirty
-  for (ChunkMeta* m : got) chunks::release(m, size_t{1} << 27);
-  // 1 MiB + 4 x 128 MiB passed the cap: the 128 MiB chunks went until the
-  // rest was under the mark, and the small one stayed.
-  EXPECT_LE(chunks::dirty_bytes(), config::kDirtyBytesAfterCap);
-  EXPECT_GE(chunks::dirty_bytes(), config::kDirtyBytesAfterCap - (size_t{1} << 27));
-  EXPECT_TRUE(chunks::has_dirty(27));
-  ChunkMeta* again = chunks::alloc_dirty(20, 20);
-  EXPECT_EQ(again, small);
-  if (again != nullptr) chunks::release(again, 0);
+  ASSERT_LT(chunks::bytes_out(), config::kDirtyCapFloor / 4);  // the floor is the cap
+  EXPECT_EQ(chunks::dirty_cap(), config::kDirtyCapFloor);
+  size_t purged = chunks::purged_bytes();
+  // 2 x 127 MiB of dirty pieces (the biggest 64 MiB): under the cap,
+  // nothing is purged.
+  std::vector<ChunkMeta*> held;
+  for (int i = 0; i < 2; i++) held.push_back(release_all_but_a_mib(true));
+  EXPECT_EQ(chunks::purged_bytes(), purged);
+  EXPECT_GE(chunks::dirty_bytes(), size_t{254} << 20);
+  // A 128 MiB chunk (clean: nothing that big is dirty) released with 64 MiB
+  // written passes the cap: it goes, then 64 MiB pieces, the biggest first,
+  // until the rest is under the mark; the smaller pieces stay.
+  chunks::release(chunks::alloc(27), size_t{1} << 26);
+  size_t mark = config::kDirtyCapFloor / 4 * config::kDirtyAfterCapQuarters;
+  EXPECT_LE(chunks::dirty_bytes(), mark);
+  EXPECT_GE(chunks::dirty_bytes(), mark - (size_t{1} << 26));
+  EXPECT_GE(chunks::purged_bytes() - purged, size_t{1} << 26);
+  EXPECT_LE(chunks::purged_bytes() - purged, size_t{3} << 26);
+  EXPECT_FALSE(chunks::has_dirty(27));
+  for (unsigned order = 20; order < 26; order++) EXPECT_TRUE(chunks::has_dirty(order)) << order;
+  for (ChunkMeta* m : held) chunks::release(m, 0);
+  chunks::purge_all();
+}
+
+// A program that holds more than the floor may keep as much again dirty:
+// the cap follows the bytes handed out, and comes down with them.
+TEST(ChunkAllocator, TheDirtyCapFollowsTheMemoryHandedOut) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  size_t base_out = chunks::bytes_out();
+  ASSERT_LT(base_out, config::kDirtyCapFloor / 4);
+  // 512 MiB held (untouched: address space handed out counts as held).
+  std::vector<ChunkMeta*> big;
+  for (int i = 0; i < 4; i++) big.push_back(chunks::alloc(27));
+  EXPECT_EQ(chunks::dirty_cap(), chunks::bytes_out());
+  EXPECT_GE(chunks::dirty_cap(), base_out + (size_t{512} << 20));
+  // 381 MiB dirty: over the floor, under this program's cap; nothing goes.
+  std::vector<ChunkMeta*> held;
+  for (int i = 0; i < 3; i++) held.push_back(release_all_but_a_mib(true));
+  EXPECT_GE(chunks::dirty_bytes(), size_t{381} << 20);
+  // The program lets go of its big chunks (untouched: no dirty bytes), so
+  // the cap is the floor again: the next call purges down to its mark.
+  for (ChunkMeta* m : big) chunks::release(m, 0);
+  EXPECT_EQ(chunks::dirty_cap(), config::kDirtyCapFloor);
+  chunks::release(chunks::alloc(20), 0);
+  EXPECT_LE(chunks::dirty_bytes(), config::kDirtyCapFloor / 4 * config::kDirtyAfterCapQuarters);
   for (ChunkMeta* m : held) chunks::release(m, 0);
   chunks::purge_all();
 }
