@@ -31,6 +31,8 @@
 //   -z Z   1: zero each object whole after malloc (memset); default 0
 //   -r R   1: replace a slot drawn at random (a fixed sequence per thread)
 //          instead of the oldest; default 0
+//   -a A   1: allocate the slot's new object before freeing the old one
+//          (a smart pointer assigned a new buffer); default 0: free first
 //
 // Output (stdout, one line of key=value pairs): parameters, seconds (from the
 // first thread's start after the start barrier to the last thread's end, by the
@@ -65,7 +67,7 @@ static struct {
   unsigned threads;
   uint64_t per_thread;
   size_t min_size, max_size, keep;
-  int zero, random_slot;
+  int zero, random_slot, alloc_first;
   size_t sizes[kBenchSizeTable];
   Thread* t;
   pthread_barrier_t start;
@@ -120,7 +122,7 @@ static void* Run(void* arg) {
     size_t slot = g.random_slot ? (size_t)(BenchMix(((uint64_t)th->id << 40) ^ seq) % g.keep)
                                 : (size_t)(seq % g.keep);
     Slot* s = &th->ring[slot];
-    if (s->p != NULL) Release(th, s);
+    if (s->p != NULL && !g.alloc_first) Release(th, s);
     size_t size = g.sizes[idx++ & (kBenchSizeTable - 1)];
     unsigned char* p = malloc(size);
     if (p == NULL) {
@@ -128,6 +130,7 @@ static void* Run(void* arg) {
       exit(1);
     }
     if (g.zero) memset(p, 0, size);
+    if (s->p != NULL) Release(th, s);
     s->p = p;
     s->size = size;
     s->tag = Tag(th->id, seq);
@@ -145,20 +148,23 @@ static void* Run(void* arg) {
 static int Usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [-t THREADS] [-n ALLOCATIONS_PER_THREAD] [-s MIN] [-S MAX] [-k KEEP] [-z 0|1] "
-          "[-r 0|1]\n"
+          "[-r 0|1] [-a 0|1]\n"
           "defaults: -t 2 -n 2000 -s 1048576 -S 67108864 -k 4 (k/m suffixes: x1000, x1000000)\n",
           argv0);
   return 2;
 }
 
 int main(int argc, char** argv) {
-  uint64_t t = 2, n = 2000, lo = 1 << 20, hi = 64 << 20, keep = 4, zero = 0, random_slot = 0;
-  const BenchOption opts[] = {{"-t", &t},    {"-n", &n},    {"-s", &lo},         {"-S", &hi},
-                              {"-k", &keep}, {"-z", &zero}, {"-r", &random_slot}};
+  uint64_t t = 2, n = 2000, lo = 1 << 20, hi = 64 << 20, keep = 4, zero = 0, random_slot = 0,
+           alloc_first = 0;
+  const BenchOption opts[] = {{"-t", &t},           {"-n", &n},          {"-s", &lo},
+                              {"-S", &hi},          {"-k", &keep},       {"-z", &zero},
+                              {"-r", &random_slot}, {"-a", &alloc_first}};
   if (BenchParseOptions(argc, argv, opts, sizeof opts / sizeof opts[0]) != 0) return Usage(argv[0]);
   if (t < 1 || t > kMaxThreads || n < 1 || lo < 16 || hi < lo || hi > (1ull << 40) || keep < 1 ||
-      keep > (1u << 20) || zero > 1 || random_slot > 1) {
-    fprintf(stderr, "large: need 1 <= t <= %d, n >= 1, 16 <= min <= max, 1 <= k, z and r 0 or 1\n",
+      keep > (1u << 20) || zero > 1 || random_slot > 1 || alloc_first > 1) {
+    fprintf(stderr,
+            "large: need 1 <= t <= %d, n >= 1, 16 <= min <= max, 1 <= k, z, r and a 0 or 1\n",
             kMaxThreads);
     return Usage(argv[0]);
   }
@@ -169,6 +175,7 @@ int main(int argc, char** argv) {
   g.keep = (size_t)keep;
   g.zero = (int)zero;
   g.random_slot = (int)random_slot;
+  g.alloc_first = (int)alloc_first;
   BenchBuildSizeTable(g.sizes, g.min_size, g.max_size);
   g.t = calloc(g.threads, sizeof(Thread));
   pthread_t* tids = calloc(g.threads, sizeof(pthread_t));
@@ -216,12 +223,13 @@ int main(int argc, char** argv) {
     free(th->ring);
   }
   printf(
-      "bench=large threads=%u n=%llu min=%zu max=%zu keep=%zu zero=%d random=%d seconds=%.6f "
+      "bench=large threads=%u n=%llu min=%zu max=%zu keep=%zu zero=%d random=%d "
+      "alloc_first=%d seconds=%.6f "
       "allocations=%llu "
       "bytes_allocated=%llu pages_touched=%llu ops_per_sec=%.0f",
-      g.threads, (unsigned long long)n, g.min_size, g.max_size, g.keep, g.zero, g.random_slot, secs,
-      (unsigned long long)allocs, (unsigned long long)bytes, (unsigned long long)pages,
-      (double)allocs / secs);
+      g.threads, (unsigned long long)n, g.min_size, g.max_size, g.keep, g.zero, g.random_slot,
+      g.alloc_first, secs, (unsigned long long)allocs, (unsigned long long)bytes,
+      (unsigned long long)pages, (double)allocs / secs);
   free(g.t);
   free(tids);
   BenchReportTail(ok);

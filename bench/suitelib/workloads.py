@@ -200,7 +200,7 @@ WORKLOADS = [
              sets=("default", "full"), stresses="mmap/munmap, page faults, large-object caches"),
     Workload("largebuf", "large buffers, 5..25 MB, twenty live, zeroed, replaced at random",
              "large", ["-t", "1", "-n", "800", "-s", "5m", "-S", "25m", "-k", "20", "-z", "1",
-                       "-r", "1"], "ops_per_sec", "-n", sweep=False, sets=("default", "full"),
+                       "-r", "1", "-a", "1"], "ops_per_sec", "-n", sweep=False, sets=("default", "full"),
              stresses="freed buffers reused without faulting them in again"),
 ]
 
