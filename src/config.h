@@ -113,10 +113,11 @@ inline constexpr unsigned kDemandKeptMinOrder = 20;  // 1 MiB
 // ...unless more is waiting than the program holds (the bytes of chunks
 // handed out), or than this floor where it holds less: then the oldest
 // chunks, the biggest first, are purged at once, down to
-// kDirtyAfterCapQuarters quarters of that cap (what is left stays reusable without
-// faults, so a program that cycles buffers bigger than the cap's share does
-// not fault every one in again).  A heap of a few GiB may so keep as much
-// again resident for a delay or two; a small one, at most the floor.
+// kDirtyAfterCapQuarters quarters of that cap (what is left stays reusable
+// without faults, so a program that cycles buffers bigger than the cap's
+// share does not fault every one in again).  A heap of a few GiB may so
+// keep as much again resident for a delay or two; a small one, at most the
+// floor.
 inline constexpr size_t kDirtyCapFloor = size_t{256} << 20;
 inline constexpr unsigned kDirtyAfterCapQuarters = 3;  // of the cap: 3/4
 // A purge the program undoes at once (it takes memory that must be faulted

@@ -12,8 +12,9 @@
 // request.  The delay stretches while purges are undone (g_delay_shift).
 // Over its cap (dirty_cap(): the bytes handed out, config::kDirtyCapFloor at
 // least), old chunks and then young ones, the biggest first, are purged at
-// once down to three quarters of the cap, whatever the clock says.  Allocation takes
-// the smallest dirty chunk that fits, the younger of two of a size.  The
+// once down to three quarters of the cap, whatever the clock says.
+// Allocation takes the smallest dirty chunk that fits, the younger of two
+// of a size.  The
 // clock is read on these slow paths only.  Who ages the generations: the
 // next allocation or release that finds the delay passed, or the service
 // thread (purge_due), which wakes when the delay has passed, so that memory

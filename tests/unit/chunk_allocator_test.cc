@@ -374,14 +374,14 @@ TEST(ChunkAllocator, DirtyBuddiesMergeAcrossGenerations) {
   EXPECT_FALSE(chunks::purge_all());
 }
 
-// Releases a 128 MiB chunk but for its lowest MiB, which stays out (so
-// that the rest, 127 MiB of dirty pieces, has no buddy to merge with);
-// returns that MiB.
-ChunkMeta* release_all_but_a_mib(bool dirty) {
+// Releases a 128 MiB chunk as written whole but for its lowest MiB, which
+// stays out (so that the rest, 127 MiB of dirty pieces, has no buddy to
+// merge with); returns that MiB.
+ChunkMeta* release_dirty_but_a_mib() {
   ChunkMeta* m = chunks::alloc(27);
   std::vector<ChunkMeta*> pieces;
   chunks::split_out(m, 20, [&](ChunkMeta* piece) { pieces.push_back(piece); });
-  for (ChunkMeta* piece : pieces) chunks::release(piece, dirty ? size_t{1} << piece->order : 0);
+  for (ChunkMeta* piece : pieces) chunks::release(piece, size_t{1} << piece->order);
   return m;
 }
 
@@ -398,7 +398,7 @@ TEST(ChunkAllocator, DirtyMemoryOverTheCapIsPurgedDownToItsMark) {
   // 2 x 127 MiB of dirty pieces (the biggest 64 MiB): under the cap,
   // nothing is purged.
   std::vector<ChunkMeta*> held;
-  for (int i = 0; i < 2; i++) held.push_back(release_all_but_a_mib(true));
+  for (int i = 0; i < 2; i++) held.push_back(release_dirty_but_a_mib());
   EXPECT_EQ(chunks::purged_bytes(), purged);
   EXPECT_GE(chunks::dirty_bytes(), size_t{254} << 20);
   // A 128 MiB chunk (clean: nothing that big is dirty) released with 64 MiB
@@ -430,13 +430,12 @@ TEST(ChunkAllocator, TheDirtyCapFollowsTheMemoryHandedOut) {
   EXPECT_GE(chunks::dirty_cap(), base_out + (size_t{512} << 20));
   // 381 MiB dirty: over the floor, under this program's cap; nothing goes.
   std::vector<ChunkMeta*> held;
-  for (int i = 0; i < 3; i++) held.push_back(release_all_but_a_mib(true));
+  for (int i = 0; i < 3; i++) held.push_back(release_dirty_but_a_mib());
   EXPECT_GE(chunks::dirty_bytes(), size_t{381} << 20);
   // The program lets go of its big chunks (untouched: no dirty bytes), so
-  // the cap is the floor again: the next call purges down to its mark.
+  // the cap is the floor again: the releases purge down to its mark.
   for (ChunkMeta* m : big) chunks::release(m, 0);
   EXPECT_EQ(chunks::dirty_cap(), config::kDirtyCapFloor);
-  chunks::release(chunks::alloc(20), 0);
   EXPECT_LE(chunks::dirty_bytes(), config::kDirtyCapFloor / 4 * config::kDirtyAfterCapQuarters);
   for (ChunkMeta* m : held) chunks::release(m, 0);
   chunks::purge_all();
