@@ -14,11 +14,10 @@
 // least), old chunks and then young ones, the biggest first, are purged at
 // once down to three quarters of the cap, whatever the clock says.
 // Allocation takes the smallest dirty chunk that fits, the younger of two
-// of a size.  The
-// clock is read on these slow paths only.  Who ages the generations: the
-// next allocation or release that finds the delay passed, or the service
-// thread (purge_due), which wakes when the delay has passed, so that memory
-// is purged also while the program sleeps.
+// of a size.  The clock is read on these slow paths only.  Who ages the
+// generations: the next allocation or release that finds the delay passed,
+// or the service thread (purge_due), which wakes when the delay has passed,
+// so that memory is purged also while the program sleeps.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
