@@ -168,6 +168,18 @@ inline constexpr size_t kCarveBytes = kMinPageSize;
 // a 32 KiB one alone).
 inline constexpr size_t kMinCarveObjects = 32;
 inline constexpr size_t kMaxCarveBytes = 32768;
+// A class of objects up to 4 KiB (one-granule slabs) that starts a slab
+// with none active (new to its allocator, or it let go of everything) on
+// memory an earlier use left resident keeps resident only what it is likely
+// to carve: its first kResidentCarves carves, or as far as it carved its
+// last released slab if that is more; the rest goes back to the OS when it
+// is at least kMinResidentExcess.  A 16-byte class carves a page at a time,
+// and a chunk that a 1 KiB class had filled would otherwise stay resident
+// under it for as long as the slab lives.  (A class that carved its active
+// slab to the end is busy, and a class of bigger objects takes pages per
+// object: their new slabs keep what is resident.)
+inline constexpr size_t kResidentCarves = 2;
+inline constexpr size_t kMinResidentExcess = size_t{32} << 10;
 
 // Message passing.  The outbox sorts remote frees into 2^kBucketBits
 // buckets by destination-allocator id bits (snmalloc's temporal radix tree);

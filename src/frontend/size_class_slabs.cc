@@ -6,8 +6,8 @@
 
 namespace roost {
 
-void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache) {
-  slab::start(m, sc, owner_);
+void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache, size_t keep_resident) {
+  slab::start(m, sc, owner_, keep_resident);
   bump_counter(slabs_[sc]);
   bytes_held_ += sizeclass::slab_size(sc);
   make_active(m, cache);
@@ -32,12 +32,23 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   unsigned order = sizeclass::kInfo.info[sc].slab_bits;
   ChunkMeta* m = active_[sc];
   if (m == nullptr || slab::fully_carved(m)) {
+    // A class of small objects starting over (no active slab: new to this
+    // allocator, or it let go of everything) keeps resident what it is
+    // likely to carve (config::kResidentCarves); one that carved its active
+    // slab to the end uses the next one whole, and so does a class of big
+    // objects, whose every object takes pages of its own.
+    const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+    size_t keep = slab::kKeepResident;
+    if (m == nullptr && order == config::kTargetSlabBits) {
+      keep = config::kResidentCarves * info.carve * size_t{info.size};
+      if (keep < last_carved_[sc]) keep = last_carved_[sc];
+    }
     m = cache.take(order);
     if (m == nullptr) return nullptr;
-    start(m, sc, cache);
+    start(m, sc, cache, keep);
   } else if (slab::carve_touches_fresh(m, batch(sc))) {
     if (ChunkMeta* resident = cache.take_resident(order)) {
-      start(resident, sc, cache);
+      start(resident, sc, cache, slab::kKeepResident);
       m = resident;
     }
   }
@@ -68,6 +79,7 @@ void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   if (active_[sc] == m) active_[sc] = nullptr;
   bump_counter(list_balance_[sc], slab::free_objects(m));
+  last_carved_[sc] = m->carved * m->obj_size;  // before retire() overlays `carved`
   slab::retire(m);
   bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
   bytes_held_ -= sizeclass::slab_size(sc);

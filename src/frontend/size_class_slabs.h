@@ -163,7 +163,8 @@ class SizeClassSlabs {
   uint64_t bytes_held() const { return bytes_held_; }
 
  private:
-  void start(ChunkMeta* m, unsigned sc, ChunkCache& cache);
+  // Starts `m` as class `sc`'s active slab (`keep_resident`: slab::start's).
+  void start(ChunkMeta* m, unsigned sc, ChunkCache& cache, size_t keep_resident);
   // slab::take_free() of `m` in `state` (active, or awake: a constant, which
   // spares the general case's branches), its objects counted in the list
   // balance (the owner's own count: exact, not clamped).
@@ -224,6 +225,7 @@ class SizeClassSlabs {
   uint64_t bytes_held_ = 0;                        // see bytes_held()
   uint32_t last_list_length_ = 0;                  // see last_list_length()
   uint32_t ramp_left_[sizeclass::kCount] = {};     // objects to carve before a batch: batch()
+  uint32_t last_carved_[sizeclass::kCount] = {};   // bytes its last released slab carved
   const void* owner_;
 };
 

@@ -1,9 +1,30 @@
 // frontend/slab.cc — the slow operations on one slab (frontend/slab.h).
 #include "frontend/slab.h"
 
+#include "platform/os.h"
+
 namespace roost::slab {
 
-void start(ChunkMeta* m, unsigned sc, const void* owner) {
+namespace {
+
+// The resident extent (`resident` pages) of `m` cut to its first `keep`
+// bytes (whole pages of the OS's: a purge starts on one), when that gives
+// back enough; returns the pages left.  Always with MADV_DONTNEED: a chunk
+// reads as zero past its dirty extent, and the slab carves the pages given
+// back as fresh.
+uint32_t trim_resident(ChunkMeta* m, uint32_t resident, size_t keep) {
+  size_t page = os::page_size();
+  size_t extent = size_t{resident} << config::kMinPageBits;
+  if (keep >= extent) return resident;
+  keep = (keep + page - 1) & ~(page - 1);
+  if (keep >= extent || extent - keep < config::kMinResidentExcess) return resident;
+  if (!os::purge(reinterpret_cast<void*>(m->base + keep), extent - keep, true)) return resident;
+  return static_cast<uint32_t>(keep >> config::kMinPageBits);
+}
+
+}  // namespace
+
+void start(ChunkMeta* m, unsigned sc, const void* owner, size_t keep_resident) {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
   // The chunk's dirty extent (read before `carved` overlays it) is what a
   // carve can use without touching fresh pages.
@@ -19,6 +40,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner) {
   m->obj_size = info.size;
   m->carved = 0;
   if (resident > pages) resident = pages;
+  resident = trim_resident(m, resident, keep_resident);
   m->touched_pages = static_cast<uint16_t>(resident);
   pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
 }

@@ -111,8 +111,12 @@ inline uint32_t free_objects(const ChunkMeta* m) {
 }
 
 // Makes the chunk `m` an empty slab of class `sc` owned by `owner`, its
-// granules mapped to it: its class's new active slab.
-void start(ChunkMeta* m, unsigned sc, const void* owner);
+// granules mapped to it: its class's new active slab.  Of the resident
+// pages an earlier use left, those past the first `keep_resident` bytes go
+// back to the OS when they are config::kMinResidentExcess or more
+// (kKeepResident: none go).
+inline constexpr size_t kKeepResident = ~size_t{0};
+void start(ChunkMeta* m, unsigned sc, const void* owner, size_t keep_resident);
 
 // Hands out every free object of `m` (returns the list): every carved
 // object is then out, and `m` is (or stays) its class's active slab.  The

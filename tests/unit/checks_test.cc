@@ -31,7 +31,7 @@ struct CarvedSlab {
     EXPECT_TRUE(pagemap::init());
     m = chunks::alloc(sizeclass::kInfo.info[sc].slab_bits);
     EXPECT_NE(m, nullptr);
-    slab::start(m, sc, &kOwner);
+    slab::start(m, sc, &kOwner, false);
     while (!slab::fully_carved(m)) slab::carve(m, nullptr);
   }
   ~CarvedSlab() {

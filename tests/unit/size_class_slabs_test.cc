@@ -4,18 +4,22 @@
 // spare within the reserve and is reused before fresh pages, or goes back
 // to the chunk cache; release_unused lets go of everything; slabs are
 // counted by class; a parked allocator's slab changes hands (adoption);
-// every refill step tells the length of the list it returns.
+// every refill step tells the length of the list it returns; a class
+// starting over on a resident chunk keeps resident what it will carve.
 #include "frontend/size_class_slabs.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <vector>
 
 #include "backend/chunk_allocator.h"
 #include "backend/pagemap.h"
 #include "frontend/slab.h"
+#include "platform/os.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -369,4 +373,142 @@ TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
   giver.slabs.release_unused(giver.fast, giver.cache);
   EXPECT_EQ(adopter.slabs.slab_count(), 0u);
   EXPECT_EQ(giver.slabs.slab_count(), 0u);
+}
+
+namespace {
+
+// Small pages of chunk `m` that are resident.
+size_t resident_pages(const ChunkMeta* m) {
+  size_t bytes = size_t{1} << m->order, page = os::page_size();
+  std::vector<unsigned char> vec(bytes / page);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(m->base), bytes, vec.data()), 0);
+  size_t n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n * (page / config::kMinPageSize);
+}
+
+// A slab of class `sc` carved to the end and written all over, emptied and
+// let go: its chunk waits in the cache, all of it resident (the most
+// recently cached chunk: the next one a class takes).  Returns it.
+ChunkMeta* leave_resident_chunk(Fixture& f, unsigned sc) {
+  const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
+  std::vector<void*> out;
+  for (uint32_t i = 0; i < info.capacity; i++) {
+    out.push_back(f.alloc(sc));
+    memset(out.back(), 0x5a, info.size);
+  }
+  ChunkMeta* m = pagemap::lookup(out[0]);
+  EXPECT_TRUE(slab::fully_carved(m));
+  for (void* p : out) f.free(p);
+  EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
+  EXPECT_EQ(kind_of(m), ChunkKind::kCached);
+  EXPECT_EQ(resident_pages(m), sizeclass::slab_size(sc) / config::kMinPageSize);
+  return m;
+}
+
+constexpr unsigned kClass16 = sizeclass::from_size(16);
+const sizeclass::ClassInfo& kInfo16 = sizeclass::kInfo.info[kClass16];
+constexpr size_t kPages = sizeclass::slab_size(kClass16) / config::kMinPageSize;
+
+// The pages a class starting over keeps of a resident chunk: its first
+// kResidentCarves carves.
+size_t pages_kept(const sizeclass::ClassInfo& info) {
+  return (config::kResidentCarves * info.carve * info.size + config::kMinPageSize - 1) /
+         config::kMinPageSize;
+}
+
+bool small_os_pages() { return os::page_size() == config::kMinPageSize; }
+
+}  // namespace
+
+// A class new to the allocator takes the chunk a 1 KiB class filled, and
+// keeps resident only what its first carves use: a 16-byte class's slab
+// does not hold 64 KiB resident for the few pages it carves.
+TEST(SizeClassSlabs, AClassStartingOverKeepsResidentOnlyWhatItsFirstCarvesUse) {
+  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
+  Fixture f;
+  ChunkMeta* chunk = leave_resident_chunk(f, kClass1K);
+  void* p = f.alloc(kClass16);
+  ASSERT_EQ(pagemap::lookup(p), chunk);  // the resident chunk, reused
+  ASSERT_LT(pages_kept(kInfo16) * config::kMinPageSize + config::kMinResidentExcess,
+            sizeclass::slab_size(kClass16));
+  EXPECT_EQ(resident_pages(chunk), pages_kept(kInfo16));
+  EXPECT_EQ(chunk->touched_pages, pages_kept(kInfo16));
+  f.free(p);
+}
+
+// A class that carved its active slab to the end is busy: the next slab it
+// starts on a resident chunk keeps the chunk whole.
+TEST(SizeClassSlabs, AClassThatCarvedItsSlabToTheEndKeepsTheNextOneResident) {
+  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  // No reserve: an emptied slab goes straight back to the backend, resident.
+  ScopedOption reserve(options::kSlabReserveBytes, 0);
+  Fixture f;
+  std::vector<void*> out;
+  for (uint32_t i = 0; i < kInfo16.capacity; i++) out.push_back(f.alloc(kClass16));
+  ASSERT_TRUE(slab::fully_carved(pagemap::lookup(out[0])));
+  // A 1 KiB slab written to the end, left for another, emptied.
+  std::vector<void*> big;
+  for (uint32_t i = 0; i < kInfo1K.capacity; i++) {
+    big.push_back(f.alloc(kClass1K));
+    memset(big.back(), 0x5a, kInfo1K.size);
+  }
+  ChunkMeta* chunk = pagemap::lookup(big[0]);
+  void* next = f.alloc(kClass1K);
+  ASSERT_NE(pagemap::lookup(next), chunk);
+  for (void* p : big) f.free(p);
+  ASSERT_EQ(kind_of(chunk), ChunkKind::kDirty);  // released to the backend, resident
+  ASSERT_EQ(resident_pages(chunk), kPages);
+  out.push_back(f.alloc(kClass16));
+  ASSERT_EQ(pagemap::lookup(out.back()), chunk);
+  EXPECT_EQ(resident_pages(chunk), kPages);
+  EXPECT_EQ(chunk->touched_pages, kPages);
+  for (void* p : out) f.free(p);
+  f.free(next);
+}
+
+// A class whose last slab carved further than its first carves keeps as
+// much of the next one it starts over on.
+TEST(SizeClassSlabs, AClassStartingOverKeepsAsMuchAsItsLastSlabCarved) {
+  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
+  Fixture f;
+  // 8 pages carved, then everything freed and let go.
+  constexpr size_t kCarvedPages = 8;
+  ASSERT_GT(kCarvedPages, pages_kept(kInfo16));
+  std::vector<void*> out;
+  while (out.size() * kInfo16.size < kCarvedPages * config::kMinPageSize)
+    out.push_back(f.alloc(kClass16));
+  ChunkMeta* first = pagemap::lookup(out[0]);
+  EXPECT_EQ(size_t{first->carved} * kInfo16.size, kCarvedPages * config::kMinPageSize);
+  for (void* p : out) f.free(p);
+  EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
+  ChunkMeta* chunk = leave_resident_chunk(f, kClass1K);
+  void* p = f.alloc(kClass16);
+  ASSERT_EQ(pagemap::lookup(p), chunk);
+  EXPECT_EQ(resident_pages(chunk), kCarvedPages);
+  f.free(p);
+}
+
+// A class of big objects (a slab of several granules, a few objects)
+// starting over uses what it starts on whole: each object takes pages of
+// its own.
+TEST(SizeClassSlabs, AClassOfBigObjectsStartingOverKeepsItsChunkResident) {
+  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  ScopedOption reserve(options::kSlabReserveBytes, 2 << 20);
+  Fixture f;
+  constexpr unsigned kClass16K = sizeclass::from_size(16 << 10);
+  constexpr unsigned kClass12K = sizeclass::from_size(12 << 10);
+  const sizeclass::ClassInfo& info12k = sizeclass::kInfo.info[kClass12K];
+  ASSERT_GT(info12k.slab_bits, config::kTargetSlabBits);
+  ASSERT_EQ(sizeclass::kInfo.info[kClass16K].slab_bits, info12k.slab_bits);
+  ASSERT_LT(pages_kept(info12k) * config::kMinPageSize + config::kMinResidentExcess,
+            sizeclass::slab_size(kClass12K));
+  // Left resident by the 16 KiB class; taken by the 12 KiB one, new here.
+  ChunkMeta* chunk = leave_resident_chunk(f, kClass16K);
+  void* p = f.alloc(kClass12K);
+  ASSERT_EQ(pagemap::lookup(p), chunk);
+  EXPECT_EQ(resident_pages(chunk), sizeclass::slab_size(kClass12K) / config::kMinPageSize);
+  f.free(p);
 }

@@ -6,12 +6,14 @@
 #include "frontend/slab.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <set>
 #include <vector>
 
 #include "backend/chunk_allocator.h"
+#include "platform/os.h"
 
 using namespace roost;
 
@@ -20,15 +22,24 @@ namespace {
 const int kOwner = 0;
 
 // A slab of class `sc` on a chunk from the backend, whose first
-// `resident_pages` pages count as written by an earlier use; retired and
-// released when the test ends.
+// `resident_pages` pages count as written by an earlier use (and are, when
+// `written`); retired and released when the test ends.  `keep_resident`:
+// slab::start's.
 struct TestSlab {
-  TestSlab(unsigned sc, uint32_t resident_pages = 0) {
+  TestSlab(unsigned sc, uint32_t resident_pages = 0, size_t keep_resident = slab::kKeepResident,
+           bool written = false) {
     EXPECT_TRUE(pagemap::init());
+    // Memory that reads as zero: what earlier tests released is purged
+    // first, so the extent set below is the chunk's whole written part.
+    chunks::purge_all();
     m = chunks::alloc(sizeclass::kInfo.info[sc].slab_bits);
+    EXPECT_EQ(m->dirty_pages, 0u);
     EXPECT_NE(m, nullptr);
     m->dirty_pages = resident_pages;
-    slab::start(m, sc, &kOwner);
+    if (written)
+      memset(reinterpret_cast<void*>(m->base), 0xa5,
+             size_t{resident_pages} << config::kMinPageBits);
+    slab::start(m, sc, &kOwner, keep_resident);
   }
   ~TestSlab() {
     slab::retire(m);
@@ -121,6 +132,59 @@ TEST(Slab, PagesAnEarlierUseLeftResidentAreCarvedWithoutTouchingFreshOnes) {
   EXPECT_TRUE(slab::carve_touches_fresh(s.m));
   slab::carve(s.m, nullptr);
   EXPECT_EQ(s.m->touched_pages, 2u);
+}
+
+// Small pages (config::kMinPageSize) of [p, p + bytes) that are resident.
+size_t resident_small_pages(uintptr_t p, size_t bytes) {
+  size_t page = os::page_size();
+  std::vector<unsigned char> vec((bytes + page - 1) / page);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(p), bytes, vec.data()), 0);
+  size_t n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n * (page / config::kMinPageSize);
+}
+
+constexpr unsigned kClass16 = sizeclass::from_size(16);
+constexpr size_t kSlab16 = sizeclass::slab_size(kClass16);
+constexpr uint32_t kPages16 = static_cast<uint32_t>(kSlab16 / config::kMinPageSize);
+
+TEST(Slab, ResidentPagesPastWhatTheSlabKeepsGoBackToTheOs) {
+  size_t page = os::page_size();
+  if (kSlab16 - page < config::kMinResidentExcess)
+    GTEST_SKIP() << "OS pages of " << page << " bytes leave too little to give back";
+  // Asked to keep a few bytes over a page: two pages stay (whole pages of
+  // the OS's), the rest goes and reads as zero.
+  TestSlab s(kClass16, kPages16, page + 100, true);
+  uint32_t kept = static_cast<uint32_t>(2 * page / config::kMinPageSize);
+  EXPECT_EQ(resident_small_pages(s.m->base, kSlab16), kept);
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(s.m->base);
+  EXPECT_EQ(b[0], 0xa5);
+  EXPECT_EQ(b[2 * page - 1], 0xa5);
+  for (size_t i = 2 * page; i < kSlab16; i += 512) ASSERT_EQ(b[i], 0) << "byte " << i;
+  EXPECT_EQ(s.m->touched_pages, kept);
+  // Carving up to the kept pages touches nothing fresh; past them it does.
+  while (!slab::carve_touches_fresh(s.m)) slab::carve(s.m, nullptr);
+  EXPECT_LE(size_t{s.m->carved} * s.m->obj_size, 2 * page);
+  slab::carve(s.m, nullptr);
+  EXPECT_GT(s.m->touched_pages, kept);
+}
+
+TEST(Slab, ResidentPagesStayWhenTheExcessIsSmallOrAllAreKept) {
+  size_t page = os::page_size();
+  // An excess under kMinResidentExcess stays.
+  uint32_t small =
+      static_cast<uint32_t>((page + config::kMinResidentExcess) / config::kMinPageSize) - 1;
+  if (small <= kPages16) {
+    TestSlab s(kClass16, small, 1, true);
+    EXPECT_EQ(s.m->touched_pages, small);
+    EXPECT_EQ(resident_small_pages(s.m->base, size_t{small} * config::kMinPageSize), small);
+  }
+  // kKeepResident, or a keep beyond the extent, keeps everything.
+  for (size_t keep : {slab::kKeepResident, kSlab16}) {
+    TestSlab s(kClass16, kPages16, keep, true);
+    EXPECT_EQ(s.m->touched_pages, kPages16);
+    EXPECT_EQ(resident_small_pages(s.m->base, kSlab16), kPages16);
+  }
 }
 
 TEST(Slab, ReturnsIntoTheActiveSlabBringNoStateChange) {
@@ -239,7 +303,7 @@ TEST(Slab, RetiringUnmapsItAndRecordsTheTouchedExtent) {
     EXPECT_EQ(m->free_head, nullptr);
     EXPECT_EQ(m->dirty_pages, touched);
     EXPECT_EQ(pagemap::lookup(reinterpret_cast<void*>(base)), nullptr);
-    slab::start(m, kClass48, &kOwner);  // the fixture retires it again
+    slab::start(m, kClass48, &kOwner, slab::kKeepResident);  // the fixture retires it again
   }
   EXPECT_EQ(pagemap::lookup(reinterpret_cast<void*>(base)), nullptr);
 }
