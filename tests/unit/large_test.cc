@@ -12,9 +12,7 @@
 #include "backend/large.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "config.h"
 #include "options.h"
 #include "platform/os.h"
+#include "resident.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -78,15 +77,6 @@ bool all_bytes(const void* p, size_t size, unsigned char value) {
   for (size_t i = 0; i < size; i++)
     if (b[i] != value) return false;
   return true;
-}
-
-// Pages of [p, p + size) that are resident; -1 if any part is unmapped.
-long resident_pages(const void* p, size_t size) {
-  std::vector<unsigned char> vec((size + 4095) / 4096);
-  if (mincore(const_cast<void*>(p), size, vec.data()) != 0) return errno == ENOMEM ? -1 : -2;
-  long n = 0;
-  for (unsigned char v : vec) n += v & 1;
-  return n;
 }
 
 }  // namespace
@@ -304,7 +294,7 @@ TEST_F(Large, ObjectsBeyondARegionAreMappedAlone) {
   EXPECT_EQ(dirty, 0u);
   EXPECT_EQ(chunks::reserved_bytes(), regions_before) << "a region was reserved for it";
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % config::kGranule, 0u);
-  EXPECT_EQ(resident_pages(p, size), 0) << "the object was touched";
+  EXPECT_EQ(test::resident_small_pages(p, size), 0) << "the object was touched";
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use + size);
   EXPECT_EQ(large::counters().allocations, before.allocations + 1);
   // Counted apart as huge (mallinfo's mapped blocks), with their peak.
@@ -317,7 +307,7 @@ TEST_F(Large, ObjectsBeyondARegionAreMappedAlone) {
   EXPECT_EQ(c[size - 1], 0);
   c[0] = c[size - 1] = 1;
   free(p);
-  EXPECT_EQ(resident_pages(p, kPage), -1) << "still mapped after free";
+  EXPECT_EQ(test::resident_small_pages(p, kPage), -1) << "still mapped after free";
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(large::counters().frees, before.frees + 1);
   EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes);
@@ -345,21 +335,21 @@ TEST_F(Large, HugeObjectsOnlyShrinkInPlaceAndUnmapTheTail) {
   EXPECT_FALSE(large::resize_in_place(m, size / 2 - kPage));  // below half
   EXPECT_EQ(large::usable(m), size);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use);
-  EXPECT_EQ(resident_pages(p, size), 0) << "refused resizes changed the mapping";
+  EXPECT_EQ(test::resident_small_pages(p, size), 0) << "refused resizes changed the mapping";
   EXPECT_TRUE(large::resize_in_place(m, kGiB + 1));
   EXPECT_EQ(large::usable(m), kGiB + kPage);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - (size - kGiB - kPage));
   EXPECT_EQ(large::counters().huge_bytes, before.huge_bytes - (size - kGiB - kPage));
   char* c = static_cast<char*>(p);
-  EXPECT_EQ(resident_pages(c, kGiB + kPage), 0) << "the object itself was unmapped";
-  EXPECT_EQ(resident_pages(c + kGiB + kPage, kPage), -1) << "the tail is still mapped";
-  EXPECT_EQ(resident_pages(c + size - kPage, kPage), -1) << "the tail is still mapped";
+  EXPECT_EQ(test::resident_small_pages(c, kGiB + kPage), 0) << "the object itself was unmapped";
+  EXPECT_EQ(test::resident_small_pages(c + kGiB + kPage, kPage), -1) << "the tail is still mapped";
+  EXPECT_EQ(test::resident_small_pages(c + size - kPage, kPage), -1) << "the tail is still mapped";
   EXPECT_TRUE(large::resize_in_place(m, kGiB));
   EXPECT_FALSE(large::resize_in_place(m, kGiB / 2 - kPage));  // below half
   EXPECT_EQ(large::usable(m), kGiB);
   EXPECT_TRUE(large::resize_in_place(m, kGiB / 2));  // exactly half
   EXPECT_EQ(large::usable(m), kGiB / 2);
-  EXPECT_EQ(resident_pages(c + kGiB / 2, kPage), -1) << "the tail is still mapped";
+  EXPECT_EQ(test::resident_small_pages(c + kGiB / 2, kPage), -1) << "the tail is still mapped";
   c[kGiB / 2 - 1] = 1;
   free(p);
   EXPECT_EQ(large::counters().bytes_in_use, before.bytes_in_use - size);

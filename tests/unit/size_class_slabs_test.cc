@@ -9,7 +9,6 @@
 #include "frontend/size_class_slabs.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
@@ -20,6 +19,7 @@
 #include "backend/pagemap.h"
 #include "frontend/slab.h"
 #include "platform/os.h"
+#include "resident.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -378,13 +378,8 @@ TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
 namespace {
 
 // Small pages of chunk `m` that are resident.
-size_t resident_pages(const ChunkMeta* m) {
-  size_t bytes = size_t{1} << m->order, page = os::page_size();
-  std::vector<unsigned char> vec(bytes / page);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(m->base), bytes, vec.data()), 0);
-  size_t n = 0;
-  for (unsigned char v : vec) n += v & 1;
-  return n * (page / config::kMinPageSize);
+long resident_pages(const ChunkMeta* m) {
+  return test::resident_small_pages(reinterpret_cast<void*>(m->base), size_t{1} << m->order);
 }
 
 // A slab of class `sc` carved to the end and written all over, emptied and
@@ -402,7 +397,7 @@ ChunkMeta* leave_resident_chunk(Fixture& f, unsigned sc) {
   for (void* p : out) f.free(p);
   EXPECT_TRUE(f.slabs.release_unused(f.fast, f.cache));
   EXPECT_EQ(kind_of(m), ChunkKind::kCached);
-  EXPECT_EQ(resident_pages(m), sizeclass::slab_size(sc) / config::kMinPageSize);
+  EXPECT_EQ(resident_pages(m), long(sizeclass::slab_size(sc) / config::kMinPageSize));
   return m;
 }
 
@@ -433,7 +428,7 @@ TEST(SizeClassSlabs, AClassStartingOverKeepsResidentOnlyWhatItsFirstCarvesUse) {
   ASSERT_EQ(pagemap::lookup(p), chunk);  // the resident chunk, reused
   ASSERT_LT(pages_kept(kInfo16) * config::kMinPageSize + config::kMinResidentExcess,
             sizeclass::slab_size(kClass16));
-  EXPECT_EQ(resident_pages(chunk), pages_kept(kInfo16));
+  EXPECT_EQ(resident_pages(chunk), long(pages_kept(kInfo16)));
   EXPECT_EQ(chunk->touched_pages, pages_kept(kInfo16));
   f.free(p);
 }
@@ -459,10 +454,10 @@ TEST(SizeClassSlabs, AClassThatCarvedItsSlabToTheEndKeepsTheNextOneResident) {
   ASSERT_NE(pagemap::lookup(next), chunk);
   for (void* p : big) f.free(p);
   ASSERT_EQ(kind_of(chunk), ChunkKind::kDirty);  // released to the backend, resident
-  ASSERT_EQ(resident_pages(chunk), kPages);
+  ASSERT_EQ(resident_pages(chunk), long{kPages});
   out.push_back(f.alloc(kClass16));
   ASSERT_EQ(pagemap::lookup(out.back()), chunk);
-  EXPECT_EQ(resident_pages(chunk), kPages);
+  EXPECT_EQ(resident_pages(chunk), long{kPages});
   EXPECT_EQ(chunk->touched_pages, kPages);
   for (void* p : out) f.free(p);
   f.free(next);
@@ -487,7 +482,7 @@ TEST(SizeClassSlabs, AClassStartingOverKeepsAsMuchAsItsLastSlabCarved) {
   ChunkMeta* chunk = leave_resident_chunk(f, kClass1K);
   void* p = f.alloc(kClass16);
   ASSERT_EQ(pagemap::lookup(p), chunk);
-  EXPECT_EQ(resident_pages(chunk), kCarvedPages);
+  EXPECT_EQ(resident_pages(chunk), long{kCarvedPages});
   f.free(p);
 }
 
@@ -509,6 +504,6 @@ TEST(SizeClassSlabs, AClassOfBigObjectsStartingOverKeepsItsChunkResident) {
   ChunkMeta* chunk = leave_resident_chunk(f, kClass16K);
   void* p = f.alloc(kClass12K);
   ASSERT_EQ(pagemap::lookup(p), chunk);
-  EXPECT_EQ(resident_pages(chunk), sizeclass::slab_size(kClass12K) / config::kMinPageSize);
+  EXPECT_EQ(resident_pages(chunk), long(sizeclass::slab_size(kClass12K) / config::kMinPageSize));
   f.free(p);
 }

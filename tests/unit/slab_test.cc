@@ -6,7 +6,6 @@
 #include "frontend/slab.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <cstring>
 #include <set>
@@ -14,6 +13,7 @@
 
 #include "backend/chunk_allocator.h"
 #include "platform/os.h"
+#include "resident.h"
 
 using namespace roost;
 
@@ -134,16 +134,6 @@ TEST(Slab, PagesAnEarlierUseLeftResidentAreCarvedWithoutTouchingFreshOnes) {
   EXPECT_EQ(s.m->touched_pages, 2u);
 }
 
-// Small pages (config::kMinPageSize) of [p, p + bytes) that are resident.
-size_t resident_small_pages(uintptr_t p, size_t bytes) {
-  size_t page = os::page_size();
-  std::vector<unsigned char> vec((bytes + page - 1) / page);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(p), bytes, vec.data()), 0);
-  size_t n = 0;
-  for (unsigned char v : vec) n += v & 1;
-  return n * (page / config::kMinPageSize);
-}
-
 constexpr unsigned kClass16 = sizeclass::from_size(16);
 constexpr size_t kSlab16 = sizeclass::slab_size(kClass16);
 constexpr uint32_t kPages16 = static_cast<uint32_t>(kSlab16 / config::kMinPageSize);
@@ -156,7 +146,7 @@ TEST(Slab, ResidentPagesPastWhatTheSlabKeepsGoBackToTheOs) {
   // the OS's), the rest goes and reads as zero.
   TestSlab s(kClass16, kPages16, page + 100, true);
   uint32_t kept = static_cast<uint32_t>(2 * page / config::kMinPageSize);
-  EXPECT_EQ(resident_small_pages(s.m->base, kSlab16), kept);
+  EXPECT_EQ(test::resident_small_pages(reinterpret_cast<void*>(s.m->base), kSlab16), long{kept});
   const unsigned char* b = reinterpret_cast<const unsigned char*>(s.m->base);
   EXPECT_EQ(b[0], 0xa5);
   EXPECT_EQ(b[2 * page - 1], 0xa5);
@@ -177,13 +167,16 @@ TEST(Slab, ResidentPagesStayWhenTheExcessIsSmallOrAllAreKept) {
   if (small <= kPages16) {
     TestSlab s(kClass16, small, 1, true);
     EXPECT_EQ(s.m->touched_pages, small);
-    EXPECT_EQ(resident_small_pages(s.m->base, size_t{small} * config::kMinPageSize), small);
+    EXPECT_EQ(test::resident_small_pages(reinterpret_cast<void*>(s.m->base),
+                                         size_t{small} * config::kMinPageSize),
+              long{small});
   }
   // kKeepResident, or a keep beyond the extent, keeps everything.
   for (size_t keep : {slab::kKeepResident, kSlab16}) {
     TestSlab s(kClass16, kPages16, keep, true);
     EXPECT_EQ(s.m->touched_pages, kPages16);
-    EXPECT_EQ(resident_small_pages(s.m->base, kSlab16), kPages16);
+    EXPECT_EQ(test::resident_small_pages(reinterpret_cast<void*>(s.m->base), kSlab16),
+              long{kPages16});
   }
 }
 
