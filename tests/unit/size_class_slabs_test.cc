@@ -412,15 +412,13 @@ size_t pages_kept(const sizeclass::ClassInfo& info) {
          config::kMinPageSize;
 }
 
-bool small_os_pages() { return os::page_size() == config::kMinPageSize; }
-
 }  // namespace
 
 // A class new to the allocator takes the chunk a 1 KiB class filled, and
 // keeps resident only what its first carves use: a 16-byte class's slab
 // does not hold 64 KiB resident for the few pages it carves.
 TEST(SizeClassSlabs, AClassStartingOverKeepsResidentOnlyWhatItsFirstCarvesUse) {
-  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  if (!test::small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
   ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
   Fixture f;
   ChunkMeta* chunk = leave_resident_chunk(f, kClass1K);
@@ -436,7 +434,7 @@ TEST(SizeClassSlabs, AClassStartingOverKeepsResidentOnlyWhatItsFirstCarvesUse) {
 // A class that carved its active slab to the end is busy: the next slab it
 // starts on a resident chunk keeps the chunk whole.
 TEST(SizeClassSlabs, AClassThatCarvedItsSlabToTheEndKeepsTheNextOneResident) {
-  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  if (!test::small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
   // No reserve: an emptied slab goes straight back to the backend, resident.
   ScopedOption reserve(options::kSlabReserveBytes, 0);
   Fixture f;
@@ -466,7 +464,7 @@ TEST(SizeClassSlabs, AClassThatCarvedItsSlabToTheEndKeepsTheNextOneResident) {
 // A class whose last slab carved further than its first carves keeps as
 // much of the next one it starts over on.
 TEST(SizeClassSlabs, AClassStartingOverKeepsAsMuchAsItsLastSlabCarved) {
-  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  if (!test::small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
   ScopedOption reserve(options::kSlabReserveBytes, 512 << 10);
   Fixture f;
   // 8 pages carved, then everything freed and let go.
@@ -490,7 +488,7 @@ TEST(SizeClassSlabs, AClassStartingOverKeepsAsMuchAsItsLastSlabCarved) {
 // starting over uses what it starts on whole: each object takes pages of
 // its own.
 TEST(SizeClassSlabs, AClassOfBigObjectsStartingOverKeepsItsChunkResident) {
-  if (!small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
+  if (!test::small_os_pages()) GTEST_SKIP() << "pages of " << os::page_size() << " bytes";
   ScopedOption reserve(options::kSlabReserveBytes, 2 << 20);
   Fixture f;
   constexpr unsigned kClass16K = sizeclass::from_size(16 << 10);
