@@ -14,10 +14,12 @@
 // least), old chunks and then young ones, the biggest first, are purged at
 // once down to three quarters of the cap, whatever the clock says.
 // Allocation takes the smallest dirty chunk that fits, the younger of two
-// of a size.  The clock is read on these slow paths only.  Who ages the
-// generations: the next allocation or release that finds the delay passed,
-// or the service thread (purge_due), which wakes when the delay has passed,
-// so that memory is purged also while the program sleeps.
+// of a size; then the smallest clean one in the buddy lists; then a cut
+// from the fresh extent (the newest region's unused top, below).  The
+// clock is read on these slow paths only.  Who ages the generations: the
+// next allocation or release that finds the delay passed, or the service
+// thread (purge_due), which wakes when the delay has passed, so that
+// memory is purged also while the program sleeps.
 #include "backend/chunk_allocator.h"
 
 #include <atomic>
@@ -85,21 +87,33 @@ std::atomic<uint32_t> g_dirty_chunks[kMaxOrder + 1];  // per order, both generat
 std::atomic<size_t> g_purged{0};
 std::atomic<ReleaseHook> g_release_hook{nullptr};
 
-// A region of at least 2^min_order bytes (address_space.h sizes it), as
-// one free chunk; its slot's metadata table is made with the slot's first
-// region.  nullptr when the OS refuses.
-ChunkMeta* add_region(unsigned min_order) {
-  unsigned order = 0;
-  void* mem = address_space::reserve_region(min_order, &order);
-  if (mem == nullptr) return nullptr;
+// The unused top of the newest region: [g_fresh_begin, g_fresh_end),
+// in the region that starts at g_fresh_region.  Clean chunks are cut from
+// its bottom, each aligned to its size (the gap below a cut goes to the
+// buddy lists), and a clean block freed next to its bottom rejoins it.  So
+// no record of a granule in it has been written since it became fresh:
+// kind kUnused, found by no merge.  A region handed to the buddy lists
+// whole would write a record at every halving down to the first chunk,
+// one page of its table apart each (a few dozen KiB that a small program
+// never uses).
+uintptr_t g_fresh_region = 0;
+uintptr_t g_fresh_begin = 0;
+uintptr_t g_fresh_end = 0;
+
+// Reserves a region of at least 2^min_order bytes (address_space.h sizes
+// it) and its slot's metadata table if it is the slot's first; returns its
+// base and, in *order, its order.  0 when the OS refuses.
+uintptr_t add_region(unsigned min_order, unsigned* order) {
+  void* mem = address_space::reserve_region(min_order, order);
+  if (mem == nullptr) return 0;
   uintptr_t base = reinterpret_cast<uintptr_t>(mem);
   size_t index = base >> config::kRegionBits;
   std::atomic<Region*>& slot = g_regions[index];
   if (slot.load(std::memory_order_relaxed) == nullptr) {
     auto* table = static_cast<Region*>(meta_arena::alloc(sizeof(Region), 64));
     if (table == nullptr) {
-      address_space::release_region(mem, order);
-      return nullptr;
+      address_space::release_region(mem, *order);
+      return 0;
     }
     slot.store(table, std::memory_order_release);
     if (index < g_first_slot.load(std::memory_order_relaxed))
@@ -107,11 +121,8 @@ ChunkMeta* add_region(unsigned min_order) {
     if (index >= g_end_slot.load(std::memory_order_relaxed))
       g_end_slot.store(index + 1, std::memory_order_release);
   }
-  g_reserved.fetch_add(size_t{1} << order, std::memory_order_relaxed);
-  ChunkMeta* m = meta_of(base);
-  m->base = base;
-  set_order(m, order);
-  return m;
+  g_reserved.fetch_add(size_t{1} << *order, std::memory_order_relaxed);
+  return base;
 }
 
 void push_free(ChunkMeta* m) {
@@ -132,7 +143,54 @@ void merge_free(ChunkMeta* m) {
     set_order(lower, lower->order + 1u);
     m = lower;
   }
+  if (m->base + (size_t{1} << m->order) == g_fresh_begin && m->base >= g_fresh_region) {
+    set_kind(m, ChunkKind::kUnused);  // back in the fresh extent
+    g_fresh_begin = m->base;
+    return;
+  }
   push_free(m);
+}
+
+// Puts the clean range [begin, end) (granule-aligned, inside one region)
+// in the buddy lists as the fewest naturally aligned blocks.
+void free_range(uintptr_t begin, uintptr_t end) {
+  while (begin < end) {
+    unsigned order = static_cast<unsigned>(__builtin_ctzl(begin));
+    unsigned fits = bits::log2_floor(end - begin);
+    if (order > fits) order = fits;
+    ChunkMeta* m = meta_of(begin);
+    m->base = begin;
+    set_order(m, order);
+    m->dirty_pages = 0;
+    merge_free(m);
+    begin += size_t{1} << order;
+  }
+}
+
+// A clean chunk of 2^order bytes cut from the fresh extent, from a new
+// region's when the current one has no room for it (what is left of the
+// current one goes to the buddy lists); nullptr when the OS refuses.
+ChunkMeta* cut_fresh(unsigned order) {
+  size_t size = size_t{1} << order;
+  uintptr_t at = bits::align_up(g_fresh_begin, size);
+  if (g_fresh_begin == g_fresh_end || at + size > g_fresh_end) {
+    unsigned region_order = 0;
+    uintptr_t base = add_region(order, &region_order);
+    if (base == 0) return nullptr;
+    uintptr_t rest = g_fresh_begin, rest_end = g_fresh_end;
+    g_fresh_region = base;
+    g_fresh_begin = base;
+    g_fresh_end = base + (size_t{1} << region_order);
+    free_range(rest, rest_end);
+    at = base;
+  }
+  uintptr_t gap = g_fresh_begin;
+  g_fresh_begin = at + size;
+  free_range(gap, at);
+  ChunkMeta* m = meta_of(at);
+  m->base = at;
+  set_order(m, order);
+  return m;
 }
 
 // Counts a chunk into (+1) or out of (-1) the dirty generations.
@@ -364,7 +422,7 @@ ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   if (m == nullptr) {
     if (!clean) return nullptr;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
-    if (m == nullptr) m = add_region(order);
+    if (m == nullptr) m = cut_fresh(order);
     if (m == nullptr) return nullptr;
     g_taken_clean += size_t{1} << order;
     m->dirty_pages = 0;  // purged or never touched
@@ -459,6 +517,11 @@ size_t purge_due(uint64_t now, uint64_t* next_ns) {
   size_t purged = decay_locked(now);
   *next_ns = dirty_bytes() == 0 ? UINT64_MAX : g_rotated_ns + purge_delay_now_ns();
   return purged;
+}
+
+Extent fresh_extent() {
+  LockGuard guard(g_lock);
+  return {g_fresh_begin, g_fresh_end};
 }
 
 void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }

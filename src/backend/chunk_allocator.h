@@ -3,7 +3,9 @@
 //
 // Owns: the regions (up to 1 GiB, aligned to their size, lazily committed;
 // backend/address_space.h places and sizes them), their ChunkMeta tables
-// (one per 1 GiB slot of the address space), the buddy free lists with coalescing, and the decay of
+// (one per 1 GiB slot of the address space), the fresh extent (the newest
+// region's unused top, cut from the bottom up so that its table is
+// written only where memory went out), the buddy free lists with coalescing, and the decay of
 // released memory: a released chunk stays "dirty" (its pages resident, reusable without a page
 // fault) for one to two purge delays (ROOST_PURGE_DELAY, stretched while the program faults back
 // in what was just purged), then is purged (by the next call that finds the delay passed, or by
@@ -120,6 +122,16 @@ void split_out(ChunkMeta* m, unsigned order, Keep&& keep) {
 // are visited, a record inside a larger chunk may keep a stale kind, and
 // `visit` must read any other field as a record that may be changing.
 void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx), void* ctx);
+
+// The fresh extent: the unused top of the newest region, from which
+// clean chunks are cut when the buddy lists have none (chunk_allocator.cc).
+// No record of a granule in it reads as anything but kUnused.  Empty (begin
+// == end) before the first region and when the newest is used up.  Takes
+// the lock (tests, statistics).
+struct Extent {
+  uintptr_t begin, end;
+};
+Extent fresh_extent();
 
 // Counters for statistics.
 size_t reserved_bytes();  // address space of all regions

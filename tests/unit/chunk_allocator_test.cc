@@ -502,3 +502,96 @@ TEST(ChunkAllocator, AllocDirtyTakesOnlyReleasedChunksWithinTheOrderBound) {
   chunks::purge_all();
   EXPECT_EQ(chunks::alloc_dirty(16, 20), nullptr) << "purged memory is not dirty";
 }
+
+namespace {
+// Whether every granule record of the fresh extent reads as unused (none
+// written since it became fresh).
+bool fresh_extent_has_no_records() {
+  chunks::Extent fresh = chunks::fresh_extent();
+  for (uintptr_t g = fresh.begin; g < fresh.end; g += config::kGranule)
+    if (kind_of(chunks::meta_of(g)) != ChunkKind::kUnused) return false;
+  return true;
+}
+
+// A clean chunk of 2^order bytes cut from the fresh extent: the buddy lists'
+// blocks that size and up are taken first and kept in `held`.
+ChunkMeta* cut_from_fresh(unsigned order, std::vector<ChunkMeta*>& held) {
+  for (int i = 0; i < 256; i++) {
+    ChunkMeta* m = chunks::alloc(order);
+    if (m == nullptr) return nullptr;
+    if (chunks::fresh_extent().begin == m->base + (size_t{1} << order)) return m;
+    held.push_back(m);
+  }
+  return nullptr;
+}
+}  // namespace
+
+// Chunks cut from a region write records only where they are and in the
+// alignment gaps below them: the region's untouched top keeps its table
+// untouched (a small program's metadata stays a page or two).
+TEST(ChunkAllocator, ChunksCutFromTheFreshTopOfARegionWriteNoRecordAboveThem) {
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  for (unsigned order : {16u, 18u, 16u, 21u, 17u}) {
+    chunks::Extent before = chunks::fresh_extent();
+    ChunkMeta* m = cut_from_fresh(order, held);
+    ASSERT_NE(m, nullptr);
+    if (m->base >= before.begin && m->base < before.end)
+      EXPECT_EQ(m->base, (before.begin + (size_t{1} << order) - 1) & ~((size_t{1} << order) - 1))
+          << "a cut is the lowest aligned place in the fresh extent";
+    EXPECT_TRUE(fresh_extent_has_no_records()) << "after a cut of order " << order;
+    held.push_back(m);
+  }
+  for (ChunkMeta* m : held) chunks::release(m, 0);
+  EXPECT_TRUE(fresh_extent_has_no_records());
+}
+
+// A clean chunk released next to the fresh extent's bottom rejoins it, and
+// is the next cut of its size.
+TEST(ChunkAllocator, AChunkFreedAtTheFreshEdgeRejoinsIt) {
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  ChunkMeta* m = cut_from_fresh(22, held);
+  ASSERT_NE(m, nullptr);
+  uintptr_t base = m->base;
+  chunks::release(m, 0);
+  EXPECT_LE(chunks::fresh_extent().begin, base);
+  EXPECT_EQ(kind_of(chunks::meta_of(base)), ChunkKind::kUnused);
+  EXPECT_TRUE(fresh_extent_has_no_records());
+  ChunkMeta* again = chunks::alloc(22);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->base, base);
+  chunks::release(again, 0);
+  for (ChunkMeta* h : held) chunks::release(h, 0);
+}
+
+// When the fresh extent has no room for a request, a new region's top
+// becomes fresh and what was left of the old one is handed out from the
+// buddy lists.
+TEST(ChunkAllocator, TheRestOfAUsedUpFreshExtentGoesToTheBuddyLists) {
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  ChunkMeta* small = cut_from_fresh(16, held);  // the fresh extent has begun
+  ASSERT_NE(small, nullptr);
+  held.push_back(small);
+  chunks::Extent rest = chunks::fresh_extent();
+  ASSERT_LT(rest.begin, rest.end);
+  ChunkMeta* whole = chunks::alloc(chunks::kMaxOrder);  // no room left for it
+  if (whole == nullptr) {
+    for (ChunkMeta* h : held) chunks::release(h, 0);
+    GTEST_SKIP() << "the OS refused a region of " << (size_t{1} << chunks::kMaxOrder) << " bytes";
+  }
+  EXPECT_TRUE(whole->base + (size_t{1} << chunks::kMaxOrder) <= rest.begin ||
+              whole->base >= rest.end);
+  chunks::Extent now = chunks::fresh_extent();
+  EXPECT_FALSE(now.begin >= rest.begin && now.begin < rest.end) << "the old rest is not fresh";
+  // The old rest's lowest granule is the next 64 KiB chunk (from the lists).
+  ChunkMeta* next = chunks::alloc(16);
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(next->base, rest.begin);
+  EXPECT_EQ(next->dirty_pages, 0u);
+  EXPECT_TRUE(fresh_extent_has_no_records());
+  chunks::release(next, 0);
+  chunks::release(whole, 0);
+  for (ChunkMeta* h : held) chunks::release(h, 0);
+}
