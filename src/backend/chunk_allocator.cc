@@ -173,7 +173,7 @@ void free_range(uintptr_t begin, uintptr_t end) {
 ChunkMeta* cut_fresh(unsigned order) {
   size_t size = size_t{1} << order;
   uintptr_t at = bits::align_up(g_fresh_begin, size);
-  if (g_fresh_begin == g_fresh_end || at + size > g_fresh_end) {
+  if (at + size > g_fresh_end) {  // also when it is empty
     unsigned region_order = 0;
     uintptr_t base = add_region(order, &region_order);
     if (base == 0) return nullptr;

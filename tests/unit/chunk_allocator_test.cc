@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/pagemap.h"
+#include "ds/bits.h"
 #include "options.h"
 #include "platform/os.h"
 #include "scoped_option.h"
@@ -537,7 +538,7 @@ TEST(ChunkAllocator, ChunksCutFromTheFreshTopOfARegionWriteNoRecordAboveThem) {
     ChunkMeta* m = cut_from_fresh(order, held);
     ASSERT_NE(m, nullptr);
     if (m->base >= before.begin && m->base < before.end)
-      EXPECT_EQ(m->base, (before.begin + (size_t{1} << order) - 1) & ~((size_t{1} << order) - 1))
+      EXPECT_EQ(m->base, bits::align_up(before.begin, size_t{1} << order))
           << "a cut is the lowest aligned place in the fresh extent";
     EXPECT_TRUE(fresh_extent_has_no_records()) << "after a cut of order " << order;
     held.push_back(m);
