@@ -37,9 +37,9 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
     // likely to carve (config::kResidentCarves); one that carved its active
     // slab to the end uses the next one whole, and so does a class of big
     // objects, whose every object takes pages of its own.
-    const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
     size_t keep = slab::kKeepResident;
     if (m == nullptr && order == config::kTargetSlabBits) {
+      const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
       keep = config::kResidentCarves * info.carve * size_t{info.size};
       if (keep < last_carved_[sc]) keep = last_carved_[sc];
     }

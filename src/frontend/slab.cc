@@ -16,7 +16,7 @@ uint32_t trim_resident(ChunkMeta* m, uint32_t resident, size_t keep) {
   size_t page = os::page_size();
   size_t extent = size_t{resident} << config::kMinPageBits;
   if (keep >= extent) return resident;
-  keep = (keep + page - 1) & ~(page - 1);
+  keep = bits::align_up(keep, page);  // (kKeepResident returned above: no overflow)
   if (keep >= extent || extent - keep < config::kMinResidentExcess) return resident;
   if (!os::purge(reinterpret_cast<void*>(m->base + keep), extent - keep, true)) return resident;
   return static_cast<uint32_t>(keep >> config::kMinPageBits);
