@@ -11,6 +11,7 @@
 #include "platform/env.h"
 #include "platform/error.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::options {
 
@@ -118,7 +119,7 @@ void append_value(err::Line& line, Type type, uint64_t v) {
   line.dec(v);
 }
 
-void read_option(Id id) {
+ROOST_COMMON_TEXT void read_option(Id id) {
   const Option& o = kTable[id];
   const char* s = env::get(o.env);
   if (s == nullptr) return;
@@ -172,7 +173,7 @@ void imply(Id id, Id file, uint64_t value) {
 
 }  // namespace
 
-void load() {
+ROOST_COMMON_TEXT void load() {
   if (g_state.load(std::memory_order_acquire) == kRead) return;
   unsigned expected = kUnread;
   if (!g_state.compare_exchange_strong(expected, kReading, std::memory_order_acquire)) {
@@ -195,7 +196,7 @@ void load() {
   if (get(kVerbose) != 0) print();
 }
 
-uint64_t get(Id id) { return g_values[id].value.load(std::memory_order_relaxed); }
+ROOST_COMMON_TEXT uint64_t get(Id id) { return g_values[id].value.load(std::memory_order_relaxed); }
 
 const char* text(Id id) { return g_values[id].text.load(std::memory_order_relaxed); }
 

@@ -11,35 +11,44 @@
 #include "api/api.h"
 #include "api/introspection.h"
 #include "options.h"
+#include "platform/text_section.h"
 
 using namespace roost;
 
 // Options are read on the first allocation; a program that overrides its
 // malloc with roost reads them when it starts as well, so that the option
 // warnings and ROOST_VERBOSE speak for a program that never allocates.
-__attribute__((constructor)) static void read_options_at_start() { options::load(); }
+ROOST_COMMON_TEXT __attribute__((constructor)) static void read_options_at_start() {
+  options::load();
+}
 
-ROOST_EXPORT ROOST_HOT_ENTRY void* malloc(size_t size) { return heap::alloc(size); }
-ROOST_EXPORT ROOST_HOT_ENTRY void free(void* p) { heap::dealloc(p, "free"); }
-ROOST_EXPORT void* calloc(size_t count, size_t size) { return api::calloc(count, size); }
-ROOST_EXPORT void* realloc(void* p, size_t size) { return api::realloc(p, size); }
-ROOST_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
+ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void* malloc(size_t size) {
+  return heap::alloc(size);
+}
+ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void free(void* p) { heap::dealloc(p, "free"); }
+ROOST_EXPORT ROOST_COMMON_TEXT void* calloc(size_t count, size_t size) {
+  return api::calloc(count, size);
+}
+ROOST_EXPORT ROOST_COMMON_TEXT void* realloc(void* p, size_t size) { return api::realloc(p, size); }
+ROOST_EXPORT ROOST_COMMON_TEXT void* reallocarray(void* p, size_t count, size_t size) {
   return api::reallocarray(p, count, size);
 }
-ROOST_EXPORT void* aligned_alloc(size_t align, size_t size) {
+ROOST_EXPORT ROOST_COMMON_TEXT void* aligned_alloc(size_t align, size_t size) {
   return api::aligned_alloc(align, size);
 }
-ROOST_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
+ROOST_EXPORT ROOST_COMMON_TEXT int posix_memalign(void** out, size_t align, size_t size) {
   return api::posix_memalign(out, align, size);
 }
-ROOST_EXPORT void* memalign(size_t align, size_t size) { return api::memalign(align, size); }
+ROOST_EXPORT ROOST_COMMON_TEXT void* memalign(size_t align, size_t size) {
+  return api::memalign(align, size);
+}
 ROOST_EXPORT void* valloc(size_t size) { return api::valloc(size); }
 ROOST_EXPORT void* pvalloc(size_t size) { return api::pvalloc(size); }
-ROOST_EXPORT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
-ROOST_EXPORT void free_sized(void* p, size_t size) {
+ROOST_EXPORT ROOST_COMMON_TEXT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
+ROOST_EXPORT ROOST_COMMON_TEXT void free_sized(void* p, size_t size) {
   heap::dealloc_sized(p, size, 0, "free_sized");
 }
-ROOST_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
+ROOST_EXPORT ROOST_COMMON_TEXT void free_aligned_sized(void* p, size_t align, size_t size) {
   heap::dealloc_sized(p, size, align, "free_aligned_sized");
 }
 ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }

@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "api/new_failure.h"
 #include "platform/error.h"
+#include "platform/text_section.h"
 
 using namespace roost;
 
@@ -60,34 +61,53 @@ ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
 
 #define ROOST_NEW_EXPORT __attribute__((visibility("default")))
 
-ROOST_NEW_EXPORT ROOST_HOT_ENTRY void* operator new(size_t size) { return new_impl(size); }
-ROOST_NEW_EXPORT void* operator new[](size_t size) { return new_impl(size); }
-ROOST_NEW_EXPORT void* operator new(size_t size, std::align_val_t a) {
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void* operator new(size_t size) {
+  return new_impl(size);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void* operator new[](size_t size) { return new_impl(size); }
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void* operator new(size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
-ROOST_NEW_EXPORT void* operator new[](size_t size, std::align_val_t a) {
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void* operator new[](size_t size, std::align_val_t a) {
   return new_aligned(size, a);
 }
 
-ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT ROOST_HOT_ENTRY void operator delete(void* p, size_t size) noexcept {
-  delete_sized(p, size);
-}
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t size) noexcept { delete_sized(p, size); }
-ROOST_NEW_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { delete_impl(p); }
-ROOST_NEW_EXPORT void operator delete(void* p, size_t size, std::align_val_t a) noexcept {
-  delete_sized(p, size, static_cast<size_t>(a));
-}
-ROOST_NEW_EXPORT void operator delete[](void* p, size_t size, std::align_val_t a) noexcept {
-  delete_sized(p, size, static_cast<size_t>(a));
-}
-ROOST_NEW_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void operator delete(void* p) noexcept {
   delete_impl(p);
 }
-ROOST_NEW_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p) noexcept { delete_impl(p); }
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void operator delete(void* p,
+                                                                        size_t size) noexcept {
+  delete_sized(p, size);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p, size_t size) noexcept {
+  delete_sized(p, size);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete(void* p, const std::nothrow_t&) noexcept {
+  delete_impl(p);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  delete_impl(p);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete(void* p, std::align_val_t) noexcept {
+  delete_impl(p);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p, std::align_val_t) noexcept {
+  delete_impl(p);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete(void* p, size_t size,
+                                                        std::align_val_t a) noexcept {
+  delete_sized(p, size, static_cast<size_t>(a));
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p, size_t size,
+                                                          std::align_val_t a) noexcept {
+  delete_sized(p, size, static_cast<size_t>(a));
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete(void* p, std::align_val_t,
+                                                        const std::nothrow_t&) noexcept {
+  delete_impl(p);
+}
+ROOST_NEW_EXPORT ROOST_COMMON_TEXT void operator delete[](void* p, std::align_val_t,
+                                                          const std::nothrow_t&) noexcept {
   delete_impl(p);
 }

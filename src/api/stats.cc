@@ -23,6 +23,7 @@
 #include "frontend/slab.h"
 #include "options.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 using namespace roost;
 
@@ -338,7 +339,7 @@ ROOST_EXPORT void roost_print_stats(void) {
 // The report at exit: ROOST_STATS=1 (text) or json, on stderr or to
 // ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A destructor, not a constructor:
 // it has no effect unless the option is set.
-__attribute__((destructor)) static void report_at_exit() {
+ROOST_COMMON_TEXT __attribute__((destructor)) static void report_at_exit() {
   uint64_t form = options::get(options::kStats);
   if (form == options::kReportNone) return;
   uint64_t only = options::get(options::kStatsPid);

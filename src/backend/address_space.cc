@@ -9,6 +9,7 @@
 #include "ds/spinlock.h"
 #include "platform/error.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::address_space {
 
@@ -132,11 +133,11 @@ size_t read_huge_above() {
 
 }  // namespace
 
-bool scarce() { return read_huge_above() < config::kRegion; }
+ROOST_COMMON_TEXT bool scarce() { return read_huge_above() < config::kRegion; }
 
-size_t huge_above() { return read_huge_above(); }
+ROOST_COMMON_TEXT size_t huge_above() { return read_huge_above(); }
 
-void* reserve_region(unsigned min_order, unsigned* order) {
+ROOST_COMMON_TEXT void* reserve_region(unsigned min_order, unsigned* order) {
   LockGuard guard(g_lock);
   // Smaller and smaller while the OS refuses: under a limit roost keeps
   // working until the limit truly leaves no room for what is asked.

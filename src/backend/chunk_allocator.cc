@@ -30,6 +30,7 @@
 #include "ds/spinlock.h"
 #include "options.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::chunks {
 
@@ -131,7 +132,7 @@ void push_free(ChunkMeta* m) {
 }
 
 // Puts a clean chunk in the buddy lists, merging it with free buddies.
-void merge_free(ChunkMeta* m) {
+ROOST_COMMON_TEXT void merge_free(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
@@ -153,7 +154,7 @@ void merge_free(ChunkMeta* m) {
 
 // Puts the clean range [begin, end) (granule-aligned, inside one region)
 // in the buddy lists as the fewest naturally aligned blocks.
-void free_range(uintptr_t begin, uintptr_t end) {
+ROOST_COMMON_TEXT void free_range(uintptr_t begin, uintptr_t end) {
   while (begin < end) {
     unsigned order = static_cast<unsigned>(__builtin_ctzl(begin));
     unsigned fits = bits::log2_floor(end - begin);
@@ -216,7 +217,7 @@ DList<ChunkMeta>& list_of(const ChunkMeta* m) {
 // Puts a dirty chunk in the young generation, merged with dirty buddies
 // (the merged extent covers both parts), so that released slabs of one size
 // can serve requests of another without fresh memory.
-void merge_dirty(ChunkMeta* m) {
+ROOST_COMMON_TEXT void merge_dirty(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
@@ -367,7 +368,7 @@ ChunkMeta* detach_over_cap() {
 // Ages the generations if a delay has passed, and purges down to the
 // mark if dirty memory passed its cap.  Both locks held; returns the
 // bytes purged.
-size_t decay_locked(uint64_t now) {
+ROOST_COMMON_TEXT size_t decay_locked(uint64_t now) {
   size_t purged = rotation_due(now) ? rotate_locked(now) : 0;
   if (dirty_bytes() > dirty_cap()) purged += purge_and_merge(detach_over_cap());
   return purged;
@@ -375,7 +376,7 @@ size_t decay_locked(uint64_t now) {
 
 // decay_locked() with only g_lock held: skipped while another thread purges
 // (the aging is its job then).
-size_t decay(uint64_t now) {
+ROOST_COMMON_TEXT size_t decay(uint64_t now) {
   if (!decay_due(now) || !g_purge_lock.try_lock()) return 0;
   size_t purged = decay_locked(now);
   g_purge_lock.unlock();
@@ -414,7 +415,7 @@ void note_out(unsigned order) {
 // A chunk of 2^order bytes: dirty memory first (split from a chunk of at
 // most 2^max_dirty_order bytes), then, if `clean` allows, memory that reads
 // as zero.  nullptr when there is none (or the OS refuses).
-ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
+ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
   LockGuard guard(g_lock);
   decay(now);
@@ -439,7 +440,7 @@ Region* region_of(uintptr_t addr) {
 
 }  // namespace
 
-ChunkMeta* meta_of(uintptr_t addr) {
+ROOST_COMMON_TEXT ChunkMeta* meta_of(uintptr_t addr) {
   return &region_of(addr)->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
 }
 
@@ -447,7 +448,7 @@ std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
   return &region_of(addr)->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
 }
 
-ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
+ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
 
 void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx), void* ctx) {
   size_t end = g_end_slot.load(std::memory_order_acquire);
@@ -459,18 +460,18 @@ void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx
   }
 }
 
-ChunkMeta* alloc_dirty(unsigned order, unsigned max_order) {
+ROOST_COMMON_TEXT ChunkMeta* alloc_dirty(unsigned order, unsigned max_order) {
   if (!has_dirty(order)) return nullptr;
   return take(order, max_order, false);
 }
 
-bool has_dirty(unsigned order) {
+ROOST_COMMON_TEXT bool has_dirty(unsigned order) {
   for (unsigned j = order; j <= kMaxOrder; j++)
     if (g_dirty_chunks[j].load(std::memory_order_relaxed) != 0) return true;
   return false;
 }
 
-void release(ChunkMeta* m, size_t dirty_bytes) {
+ROOST_COMMON_TEXT void release(ChunkMeta* m, size_t dirty_bytes) {
   uint64_t now = os::now_ns();
   size_t size = size_t{1} << m->order;
   if (dirty_bytes > size) dirty_bytes = size;
@@ -507,11 +508,11 @@ bool purge_all() {
   return any;
 }
 
-ReleaseHook set_release_hook(ReleaseHook hook) {
+ROOST_COMMON_TEXT ReleaseHook set_release_hook(ReleaseHook hook) {
   return g_release_hook.exchange(hook, std::memory_order_relaxed);
 }
 
-size_t purge_due(uint64_t now, uint64_t* next_ns) {
+ROOST_COMMON_TEXT size_t purge_due(uint64_t now, uint64_t* next_ns) {
   LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
   size_t purged = decay_locked(now);
@@ -524,7 +525,7 @@ Extent fresh_extent() {
   return {g_fresh_begin, g_fresh_end};
 }
 
-void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
+ROOST_COMMON_TEXT void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
 size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }

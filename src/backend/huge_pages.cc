@@ -14,6 +14,7 @@
 #include "backend/chunk_allocator.h"
 #include "options.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::huge_pages {
 
@@ -95,7 +96,7 @@ void bring(uintptr_t first, uintptr_t last, Want&& want) {
 
 }  // namespace
 
-void fit_large(uintptr_t base, size_t size) {
+ROOST_COMMON_TEXT void fit_large(uintptr_t base, size_t size) {
   if (!active()) return;
   Blocks span = blocks_of(base, size);
   bring(span.first, span.last, [span](uintptr_t b) { return b != span.first && b != span.last; });
@@ -113,7 +114,7 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
     advise(span.first + 1, span.last, true);
 }
 
-void clear(uintptr_t base, size_t size) {
+ROOST_COMMON_TEXT void clear(uintptr_t base, size_t size) {
   if (!active()) return;
   Blocks span = blocks_of(base, size);
   bring(span.first, span.last, [](uintptr_t) { return false; });

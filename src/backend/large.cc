@@ -15,6 +15,7 @@
 #include "ds/spinlock.h"
 #include "options.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::large {
 
@@ -118,7 +119,7 @@ void become_object(ChunkMeta* m, size_t usable) {
   huge_pages::fit_large(m->base, usable);
 }
 
-ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
+ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
   unsigned order = order_for(span);
   // Recently freed memory first (the backend keeps it resident for a purge
   // delay), so a program that frees and allocates big buffers in turn does
@@ -175,7 +176,7 @@ void set_canary(ChunkMeta* m, size_t size) {
 
 }  // namespace
 
-void* alloc(size_t size, size_t align, size_t* dirty) {
+ROOST_COMMON_TEXT void* alloc(size_t size, size_t align, size_t* dirty) {
   const size_t page = os::page_size();
   size_t usable = usable_for(size, page);
   size_t span = span_for(usable, guard_for(page), align);
@@ -239,7 +240,7 @@ bool retire(ChunkMeta* m) {
   return true;
 }
 
-void free(ChunkMeta* m) {
+ROOST_COMMON_TEXT void free(ChunkMeta* m) {
   if (m->kind == ChunkKind::kHuge) {
     pagemap::set_range(m->base, 1, &g_freed_huge_record);
     size_t usable = m->large_size;

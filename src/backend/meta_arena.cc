@@ -7,6 +7,7 @@
 #include "ds/bits.h"
 #include "ds/spinlock.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::meta_arena {
 
@@ -38,7 +39,7 @@ void* reserve_block(size_t block) {
 }
 }  // namespace
 
-void* alloc(size_t size, size_t align) {
+ROOST_COMMON_TEXT void* alloc(size_t size, size_t align) {
   LockGuard guard(lock);
   uintptr_t p = bits::align_up(cursor, align);
   if (cursor == 0 || p + size > limit) {

@@ -2,6 +2,7 @@
 #include "backend/pagemap.h"
 
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::pagemap {
 
@@ -47,7 +48,7 @@ void publish(std::atomic<uintptr_t>* entries, size_t count) {
 
 }  // namespace
 
-bool init() {
+ROOST_COMMON_TEXT bool init() {
   if (g_limit != 0) return true;
   if constexpr (config::kPlaceInWindow) {
     uintptr_t table_at = 0;
@@ -76,7 +77,7 @@ bool init() {
 
 size_t wanted_bytes() { return g_wanted; }
 
-bool cover(uintptr_t end) {
+ROOST_COMMON_TEXT bool cover(uintptr_t end) {
   size_t need = end >> config::kGranuleBits;
   if (need <= g_limit) return true;
   if (!g_grows || need > kEntries) return false;
@@ -87,15 +88,15 @@ bool cover(uintptr_t end) {
   return true;
 }
 
-bool grows() { return g_grows; }
+ROOST_COMMON_TEXT bool grows() { return g_grows; }
 
-uintptr_t window_start() { return g_window_start; }
+ROOST_COMMON_TEXT uintptr_t window_start() { return g_window_start; }
 
 size_t reserved_bytes() {
   return std::atomic_ref(g_limit).load(std::memory_order_relaxed) * kEntryBytes;
 }
 
-void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta) {
+ROOST_COMMON_TEXT void set_range(uintptr_t base, size_t bytes, ChunkMeta* meta) {
   uintptr_t first = base >> config::kGranuleBits;
   uintptr_t last = (base + bytes - 1) >> config::kGranuleBits;
   uintptr_t entry = encode(meta);

@@ -15,6 +15,7 @@
 #include "options.h"
 #include "platform/cpu.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost {
 
@@ -24,7 +25,7 @@ namespace roost {
 // left that assumes what a nested allocation may change (pthread_create
 // allocates).
 
-void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
+ROOST_COMMON_TEXT void* Allocator::refill_at(FreeObject** slot, Allocator* a) {
   unsigned sc = a->class_of(slot);
   if (config::kZeroSizeFaults && ROOST_UNLIKELY(sc == kZeroSizeSlot)) return a->alloc_zero_size();
   void* p;
@@ -171,13 +172,13 @@ void* Allocator::refill_with_mail(unsigned sc) {
   return p;
 }
 
-void* Allocator::refill_from_other_slab(unsigned sc) {
+ROOST_COMMON_TEXT void* Allocator::refill_from_other_slab(unsigned sc) {
   void* p = take_other_slab(sc);
   service::at_safe_point();
   return p;
 }
 
-inline void* Allocator::take_other_slab(unsigned sc) {
+ROOST_COMMON_TEXT void* Allocator::take_other_slab(unsigned sc) {
   if (FreeObject* list = slabs_.carve_resident_tail(sc)) return hand_out(sc, list);
   for (unsigned round = 0;; round++) {
     if (FreeObject* list = slabs_.take_available(sc, chunks_)) return hand_out(sc, list);
@@ -238,14 +239,14 @@ FreeObject* Allocator::wait_for_mail(unsigned sc) {
   return nullptr;
 }
 
-void Allocator::attach(bool waits) {
+ROOST_COMMON_TEXT void Allocator::attach(bool waits) {
   messenger_.load_options();
   backpressure_.load_options(waits && options::get(options::kBackpressure) != 0,
                              options::get(options::kBackpressureBytes),
                              read_counter(messenger_.counters().messages_received));
 }
 
-void Allocator::slab_event(ChunkMeta* m) {
+ROOST_COMMON_TEXT void Allocator::slab_event(ChunkMeta* m) {
   if (slabs_.on_state_change(m, chunks_)) service::at_safe_point();  // emptied
   // A local free lands here once per wake count of frees into a slab other
   // than its class's active one, so a thread that only frees its own
@@ -258,7 +259,7 @@ void Allocator::free_tagged(ChunkMeta* m, void* p, const char* where) {
   if (!try_free_local(m, p, where)) free_remote(m, p, where);
 }
 
-void Allocator::free_remote(ChunkMeta* m, void* p, const char* where) {
+ROOST_COMMON_TEXT void Allocator::free_remote(ChunkMeta* m, void* p, const char* where) {
   checks::note_tagged_free(m, p, where);
   // An exited thread's slab: adopted, the object is freed as one of our own
   // (and so are the slab's next ones, without a message).
@@ -270,17 +271,17 @@ void Allocator::free_remote(ChunkMeta* m, void* p, const char* where) {
   if (messenger_.send_other(m, p, port_ == nullptr)) after_stretch();
 }
 
-void Allocator::after_stretch() {
+ROOST_COMMON_TEXT void Allocator::after_stretch() {
   if (messenger_.stretch_ended() || Backpressure::anyone_hungry()) post_and_visit();
 }
 
-void Allocator::post_and_visit() {
+ROOST_COMMON_TEXT void Allocator::post_and_visit() {
   messenger_.post();
   visit_inbox();
   service::at_safe_point();
 }
 
-uint64_t Allocator::receive(bool all) {
+ROOST_COMMON_TEXT uint64_t Allocator::receive(bool all) {
   // Delivery changes slab states directly, not through slab_event: a
   // receive never starts another.
   return messenger_.receive(
@@ -295,7 +296,7 @@ uint64_t Allocator::receive(bool all) {
       });
 }
 
-uint64_t Allocator::settle() {
+ROOST_COMMON_TEXT uint64_t Allocator::settle() {
   messenger_.post(false);
   uint64_t received = 0;
   // Each round under the inbox (receive(true) waits for it), not after a
@@ -309,7 +310,7 @@ uint64_t Allocator::settle() {
   return received;
 }
 
-bool Allocator::release_unused() {
+ROOST_COMMON_TEXT bool Allocator::release_unused() {
   sampler_.release_held(fast_,
                         [](unsigned sc, FreeObject* o) { return checks::next_checked(sc, o); });
   bool released = slabs_.release_unused(fast_, chunks_);
@@ -320,7 +321,7 @@ bool Allocator::release_sampled_spares() {
   return Sampler::release_spares([](ChunkMeta* m) { chunks::release(m, dirty_extent(m)); });
 }
 
-void Allocator::drain_quarantine(const char* where) {
+ROOST_COMMON_TEXT void Allocator::drain_quarantine(const char* where) {
   quarantine_.drain([this, where](void* p) {
     ChunkMeta* m = pagemap::record_at(pagemap::aligned_index(p));
     left_quarantine(m, p, where);

@@ -395,8 +395,9 @@ class Allocator {
   // list, or nullptr.
   ROOST_NOINLINE FreeObject* wait_for_mail(unsigned sc);
   // Takes messages from the inbox (see Messenger::receive); returns the
-  // objects received.
-  ROOST_NOINLINE uint64_t receive(bool all);
+  // objects received.  One copy, not one per constant `all`: it holds
+  // Messenger::receive's body.
+  ROOST_NOINLINE __attribute__((noclone)) uint64_t receive(bool all);
 
   // The fast lists first: the malloc fast path's slot address is then the
   // allocator's plus the class's offset alone.

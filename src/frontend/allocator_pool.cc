@@ -22,6 +22,7 @@
 #include "options.h"
 #include "platform/error.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::pool {
 
@@ -57,7 +58,7 @@ std::atomic<bool> g_ready{false};
 // Only who installs them: relaxed would do, acq_rel costs nothing here.
 std::atomic<bool> g_hooks_installed{false};
 
-Entry* acquire() {
+ROOST_COMMON_TEXT Entry* acquire() {
   {
     LockGuard guard(g_lock);
     Entry* e = g_pooled;
@@ -90,7 +91,7 @@ void offer_slabs(Entry* e) {
 
 // `e` waits in the pool (its caller let go of everything not in use: it
 // holds no object off its slabs).
-void release(Entry* e) {
+ROOST_COMMON_TEXT void release(Entry* e) {
   LockGuard guard(g_lock);
   e->next_pooled = g_pooled;
   g_pooled = e;
@@ -133,7 +134,7 @@ bool give_this_slab(ChunkMeta* m, const void* adopter) {
   return e != nullptr;
 }
 
-void on_thread_exit(void* arg) {
+ROOST_COMMON_TEXT void on_thread_exit(void* arg) {
   auto* e = static_cast<Entry*>(arg);
   // What its quarantine holds goes back while the allocator is its own.
   e->allocator.drain_quarantine("thread exit");
@@ -162,7 +163,7 @@ void on_thread_exit(void* arg) {
 // allocator's messages (bounded work) and lets that allocator release what
 // it then does not use, so the memory serves everyone.  Skipped when the
 // pool is busy: helping is never worth a wait.
-void help_pooled() {
+ROOST_COMMON_TEXT void help_pooled() {
   if (!g_lock.try_lock()) return;
   for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) {
     // Under the pool lock no thread can take `e`: this thread is its owner
@@ -218,7 +219,7 @@ void report_unsupported_page() {
 
 }  // namespace
 
-Allocator* bind() {
+ROOST_COMMON_TEXT Allocator* bind() {
   if (t_exited || !global_init()) return nullptr;
   Entry* e = acquire();
   if (e == nullptr) return nullptr;
@@ -230,7 +231,7 @@ Allocator* bind() {
   return &e->allocator;
 }
 
-bool global_init() {
+ROOST_COMMON_TEXT bool global_init() {
   // acquire: pairs with the release below, so the set-up it publishes is seen.
   if (g_ready.load(std::memory_order_acquire)) return true;
   {
@@ -284,7 +285,7 @@ Allocator* acquire_detached() {
   return &e->allocator;
 }
 
-void* alloc_unbound(Allocator*, unsigned sc, const void*) {
+ROOST_COMMON_TEXT void* alloc_unbound(Allocator*, unsigned sc, const void*) {
   if (!t_exited) {
     Allocator* a = bind();
     if (a == nullptr) {
@@ -314,7 +315,7 @@ void visit_all(void (*fn)(const Allocator&, void*), void* context) {
     fn(e->allocator, context);
 }
 
-uint64_t drain_parked(bool* more) {
+ROOST_COMMON_TEXT uint64_t drain_parked(bool* more) {
   uint64_t drained = 0;
   LockGuard guard(g_lock);
   for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled) {

@@ -3,6 +3,7 @@
 
 #include "backend/chunk_allocator.h"
 #include "backend/huge_pages.h"
+#include "platform/text_section.h"
 
 namespace roost {
 
@@ -23,7 +24,7 @@ ChunkMeta* from_backend(ChunkMeta* m) {
 
 }  // namespace
 
-ChunkCache::ShortageHook ChunkCache::set_shortage_hook(ShortageHook hook) {
+ROOST_COMMON_TEXT ChunkCache::ShortageHook ChunkCache::set_shortage_hook(ShortageHook hook) {
   ShortageHook old = g_shortage_hook;
   g_shortage_hook = hook;
   return old;
@@ -42,7 +43,7 @@ void ChunkCache::remove(ChunkMeta* m) {
   resident_ -= dirty_extent(m);
 }
 
-void ChunkCache::keep(ChunkMeta* m) {
+ROOST_COMMON_TEXT void ChunkCache::keep(ChunkMeta* m) {
   size_t resident = dirty_extent(m);
   if (kept_bytes() + resident <= reserve()) {
     add(m);
@@ -51,7 +52,7 @@ void ChunkCache::keep(ChunkMeta* m) {
   chunks::release(m, resident);
 }
 
-ChunkMeta* ChunkCache::take_cached(unsigned order, bool resident_only) {
+ROOST_COMMON_TEXT ChunkMeta* ChunkCache::take_cached(unsigned order, bool resident_only) {
   for (unsigned j = order; j <= config::kRegionBits; j++) {
     for (ChunkMeta* m = lists_[j].head; m != nullptr; m = m->next) {
       if (resident_only && m->dirty_pages == 0) continue;
@@ -64,7 +65,7 @@ ChunkMeta* ChunkCache::take_cached(unsigned order, bool resident_only) {
   return nullptr;
 }
 
-ChunkMeta* ChunkCache::take(unsigned order) {
+ROOST_COMMON_TEXT ChunkMeta* ChunkCache::take(unsigned order) {
   // Resident memory first: cached chunks with resident pages, then chunks
   // released to the backend and not purged yet (split only from blocks up
   // to a batch's size: bigger ones are large objects', which reuse them
@@ -92,7 +93,7 @@ ChunkMeta* ChunkCache::take(unsigned order) {
   return m;
 }
 
-bool ChunkCache::trim(size_t keep) {
+ROOST_COMMON_TEXT bool ChunkCache::trim(size_t keep) {
   bool released = false;
   for (unsigned j = 0; j <= config::kRegionBits && bytes_ > keep; j++) {
     while (bytes_ > keep) {

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "platform/error.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::heap {
 
@@ -80,7 +81,7 @@ void zero_large(void* p, size_t size, size_t dirty) {
 
 }  // namespace
 
-void* alloc_large(size_t size, size_t align, bool zero) {
+ROOST_COMMON_TEXT void* alloc_large(size_t size, size_t align, bool zero) {
   if (size > config::kMaxRequest || !pool::global_init()) {
     errno = ENOMEM;
     return nullptr;
@@ -109,7 +110,8 @@ namespace {
 // Every free the remote path does not take: null, foreign and interior
 // pointers, large objects, and slab objects freed by a thread that has no
 // allocator yet (or no longer has one).
-ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+ROOST_COMMON_TEXT ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a,
+                                                    const char* where) {
   if (m == nullptr) {
     if (p == nullptr) return;
     // Misaligned or foreign: roost's pointers are 16-byte aligned, so a hit
@@ -189,12 +191,12 @@ ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, co
 
 }  // namespace
 
-void dealloc_unmapped(void* p, Allocator* a, const char* where) {
+ROOST_COMMON_TEXT void dealloc_unmapped(void* p, Allocator* a, const char* where) {
   if (p == nullptr) return;
   dealloc_other(p, nullptr, a, where);
 }
 
-void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+ROOST_COMMON_TEXT void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The common case: an object of another allocator's slab.  (The owner's
   // own objects took the fast path, but for the checked build's interior
   // pointers, which is_object_start catches here.)
@@ -214,7 +216,7 @@ void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   dealloc_other(p, m, a, where);
 }
 
-void* alloc_aligned(size_t align, size_t size) {
+ROOST_COMMON_TEXT void* alloc_aligned(size_t align, size_t size) {
   if (align <= config::kMinAlloc) return alloc(size);
   if (config::kZeroSizeFaults && size == 0 && align <= config::kZeroSizeMaxAlign)
     return alloc_zero_size(align);
@@ -226,7 +228,7 @@ void* alloc_aligned(size_t align, size_t size) {
   return alloc_large(size, align, false);
 }
 
-void* alloc_zeroed(size_t size) {
+ROOST_COMMON_TEXT void* alloc_zeroed(size_t size) {
   if (size <= config::kMaxSmall) {
     void* p = alloc(size);
     if (p != nullptr) __builtin_memset(p, 0, size);
@@ -235,7 +237,7 @@ void* alloc_zeroed(size_t size) {
   return alloc_large(size, 1, true);
 }
 
-size_t usable_size(const void* p, const char* where) {
+ROOST_COMMON_TEXT size_t usable_size(const void* p, const char* where) {
   if (p == nullptr) return 0;
   ChunkMeta* m = pagemap::lookup(p);
   if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
@@ -254,7 +256,7 @@ size_t usable_size(const void* p, const char* where) {
   return large::usable(m);
 }
 
-void* resize(void* p, size_t size) {
+ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
   size_t old = usable_size(p, "realloc");
   ChunkMeta* m = pagemap::lookup(p);
   if (m->kind == ChunkKind::kSlab) {

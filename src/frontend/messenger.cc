@@ -4,6 +4,7 @@
 #include "ds/counter.h"
 #include "frontend/allocator.h"
 #include "options.h"
+#include "platform/text_section.h"
 
 namespace roost {
 
@@ -30,12 +31,12 @@ void call_mail_hook() {
 
 }  // namespace
 
-void Messenger::set_mail_hook(void (*hook)()) {
+ROOST_COMMON_TEXT void Messenger::set_mail_hook(void (*hook)()) {
   // Relaxed: at start-up, published by global_init's release (see g_mail_hook).
   g_mail_hook.store(hook, std::memory_order_relaxed);
 }
 
-void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
+ROOST_COMMON_TEXT void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
   dest->inbox_.enqueue(first, last);
   // Either the parker's fence (set_parked) comes first and this load sees
   // it parked, or the parker, after its fence, asks the service to look
@@ -55,7 +56,7 @@ void Messenger::deliver(Messenger* dest, QueueNode* first, QueueNode* last) {
   }
 }
 
-bool Messenger::take_live_mail_flag() {
+ROOST_COMMON_TEXT bool Messenger::take_live_mail_flag() {
   // Relaxed load (skips the write while clear) and exchange: the fence below
   // orders the look after them.
   if (!g_live_mail.load(std::memory_order_relaxed) ||
@@ -140,13 +141,13 @@ void MessageCounters::add(const MessageCounters& from) {
 #undef ROOST_MESSAGE_COUNTER_derived
 }
 
-void Messenger::load_options() {
+ROOST_COMMON_TEXT void Messenger::load_options() {
   outbox_limit_ = options::get(options::kOutboxBytes);
   outbox_.reset_room(outbox_limit_);
   batchit_ = options::get(options::kBatchIt) != 0;
 }
 
-void Messenger::post(bool keep_lanes) {
+ROOST_COMMON_TEXT void Messenger::post(bool keep_lanes) {
   if constexpr (config::kBatchIt) {
     uint64_t batches = 0, objects = 0;
     remote_cache_.flush(
@@ -191,8 +192,8 @@ void Messenger::post(bool keep_lanes) {
   outbox_.reset_room(outbox_limit_);
 }
 
-void Messenger::note_received(uint64_t batches, uint64_t objects, uint64_t forwarded,
-                              uint64_t forwarded_batches) {
+ROOST_COMMON_TEXT void Messenger::note_received(uint64_t batches, uint64_t objects,
+                                                uint64_t forwarded, uint64_t forwarded_batches) {
   bump_counter(counters_.inbox_drains);
   bump_counter(counters_.messages_received, objects);
   bump_counter(counters_.slab_batches_received, batches);

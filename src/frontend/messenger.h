@@ -43,6 +43,7 @@
 #include "frontend/outbox.h"
 #include "frontend/remote_cache.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost {
 
@@ -118,8 +119,9 @@ class Messenger {
   // objects is on its free list; its pages were purged, and read as zero
   // when `zeroed`).  Returns the objects received.  When the service holds
   // the inbox, returns 0 at once, or waits for it when `all`.
+  // Inlined into its one caller, Allocator::receive, so that it lies with it.
   template <typename Deliver, typename Restart>
-  uint64_t receive(bool all, Deliver&& deliver, Restart&& restart);
+  ROOST_INLINE uint64_t receive(bool all, Deliver&& deliver, Restart&& restart);
 
   // ---- the service thread's side (frontend/mail_sorter.h) ----
 

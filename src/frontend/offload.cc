@@ -26,6 +26,7 @@
 #include "frontend/allocator_pool.h"
 #include "frontend/service.h"
 #include "options.h"
+#include "platform/text_section.h"
 
 namespace roost::offload {
 
@@ -213,13 +214,13 @@ ROOST_SLOW void miss(Port* port, unsigned sc) {
 
 }  // namespace
 
-bool enabled() {
+ROOST_COMMON_TEXT bool enabled() {
   return options::get(options::kOffload) != 0 && options::get(options::kService) != 0;
 }
 
-bool held_here() { return t_holding; }
+ROOST_COMMON_TEXT bool held_here() { return t_holding; }
 
-Port* attach() {
+ROOST_COMMON_TEXT Port* attach() {
   if (!enabled()) return nullptr;
   Port* port;
   {
@@ -241,7 +242,7 @@ Port* attach() {
   return port;
 }
 
-void detach(Port* port) {
+ROOST_COMMON_TEXT void detach(Port* port) {
   if (port == nullptr) return;
   Held held;
   Port** link = &g_ports;
@@ -299,7 +300,7 @@ bool give(Port* port, void* p) {
   return true;
 }
 
-uint64_t serve() {
+ROOST_COMMON_TEXT uint64_t serve() {
   // Relaxed: see g_any_port (after the idle handshake's fences a new port's store is seen).
   if (!g_any_port.load(std::memory_order_relaxed)) return 0;
   Held held;

@@ -9,6 +9,7 @@
 #include "options.h"
 #include "platform/os.h"
 #include "platform/stack_trace.h"
+#include "platform/text_section.h"
 
 namespace roost::profile {
 
@@ -186,10 +187,10 @@ bool record(ChunkMeta* m, uint64_t bytes, unsigned sc, const void* caller) {
 
 }  // namespace
 
-Inside::Inside() : was_(t_inside) { t_inside = true; }
-Inside::~Inside() { t_inside = was_; }
+ROOST_COMMON_TEXT Inside::Inside() : was_(t_inside) { t_inside = true; }
+ROOST_COMMON_TEXT Inside::~Inside() { t_inside = was_; }
 
-bool wanted() { return options::get(options::kProfile) != options::kProfileOff; }
+ROOST_COMMON_TEXT bool wanted() { return options::get(options::kProfile) != options::kProfileOff; }
 
 void start() {
   g_rate = options::get(options::kProfileRate);
@@ -207,7 +208,7 @@ void start() {
 
 bool may_sample() { return !t_inside; }
 
-void exclude_this_thread() { t_inside = true; }
+ROOST_COMMON_TEXT void exclude_this_thread() { t_inside = true; }
 
 uint64_t next_interval() { return sampling::draw_interval(random_state(), g_rate); }
 

@@ -12,6 +12,7 @@
 #include "platform/error.h"
 #include "platform/os.h"
 #include "platform/stack_trace.h"
+#include "platform/text_section.h"
 
 namespace roost::profile::report {
 
@@ -236,7 +237,7 @@ using namespace roost;
 // ROOST_PROFILE_FILE (or its default), ROOST_PROFILE=leaks the leak report
 // on stderr or there.  A destructor, not a constructor: nothing happens
 // unless profiling ran.
-__attribute__((destructor)) static void profile_at_exit() {
+ROOST_COMMON_TEXT __attribute__((destructor)) static void profile_at_exit() {
   if (!profile::on()) return;
   profile::Inside inside;
   const char* file = options::text(options::kProfileFile);

@@ -20,6 +20,7 @@
 #include "frontend/profile.h"
 #include "options.h"
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::service {
 
@@ -121,7 +122,7 @@ void sleep_until(uint64_t next) {
   g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
 }
 
-void* run(void*) {
+ROOST_COMMON_TEXT void* run(void*) {
   // What the service allocates (full offload's rings) is no program stack's.
   profile::exclude_this_thread();
   // Waits for start()'s store of kBusy, which would otherwise overwrite
@@ -169,7 +170,7 @@ void postfork_child() {
 // Runs when roost's code goes away (exit, or dlclose of a plugin embedding
 // roost): the thread must not outlive the code it runs.  After this only the
 // program's own calls purge, and mail for parked allocators waits.
-__attribute__((destructor)) void stop() {
+ROOST_COMMON_TEXT __attribute__((destructor)) void stop() {
   for (;;) {
     // acquire: pairs with start()'s release of kBusy, so the join below sees g_thread.
     uint32_t s = g_state.load(std::memory_order_acquire);
@@ -194,7 +195,7 @@ __attribute__((destructor)) void stop() {
 
 }  // namespace
 
-void want() {
+ROOST_COMMON_TEXT void want() {
   // The caller made its work visible; the fence orders that before the
   // state's load (relaxed behind it): store buffering with sleep_until().
   full_fence();
@@ -209,7 +210,7 @@ void want() {
   }
 }
 
-void start() {
+ROOST_COMMON_TEXT void start() {
   // Not under the offload lock (its holder may be mid-operation on the
   // service's allocator): a later safe point starts it.
   if (offload::held_here()) return;
@@ -238,14 +239,14 @@ void start() {
   g_state.store(started ? kBusy : kStopped, std::memory_order_release);
 }
 
-void start_before_release() {
+ROOST_COMMON_TEXT void start_before_release() {
   // Relaxed: a hint, as in want(); start() decides with g_state's CAS.
   if (g_state.load(std::memory_order_relaxed) != kOff) return;
   g_start_wanted.store(true, std::memory_order_relaxed);
   start();
 }
 
-void install() {
+ROOST_COMMON_TEXT void install() {
   chunks::set_release_hook(want);
   Messenger::set_mail_hook(want);
 }

@@ -3,24 +3,39 @@
 #include "frontend/size_class_slabs.h"
 
 #include "backend/pagemap.h"
+#include "platform/text_section.h"
 
 namespace roost {
 
-void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache, size_t keep_resident) {
+ROOST_COMMON_TEXT void SizeClassSlabs::start(ChunkMeta* m, unsigned sc, ChunkCache& cache,
+                                             size_t keep_resident) {
   slab::start(m, sc, owner_, keep_resident);
   bump_counter(slabs_[sc]);
   bytes_held_ += sizeclass::slab_size(sc);
   make_active(m, cache);
 }
 
-void SizeClassSlabs::make_active(ChunkMeta* m, ChunkCache& cache) {
+ROOST_COMMON_TEXT void SizeClassSlabs::make_active(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   ChunkMeta* old = active_[sc];
   active_[sc] = m;
   if (old != nullptr && slab::leave_active(old)) on_state_change(old, cache);
 }
 
-FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
+ROOST_COMMON_TEXT FreeObject* SizeClassSlabs::ramp_up(ChunkMeta* m, FreeObject* list) {
+  if (slab::fully_carved(m)) return list;
+  uint32_t taken = last_list_length_;
+  // The head first, as its hand-out checks it (a write to it is one to a
+  // freed object, not a broken link).
+  checks::head_intact(m, m->sizeclass, list);
+  FreeObject* tail = list;
+  while (FreeObject* next = checks::next_checked(m->sizeclass, tail)) tail = next;
+  freelist::set_next(tail, carve(m));
+  last_list_length_ += taken;
+  return list;
+}
+
+ROOST_COMMON_TEXT FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   // Carve the active slab's tail, unless that would touch pages never
   // written (or purged) while a cached chunk still has resident pages: a
   // slab on that chunk serves first, so the footprint does not grow while
@@ -55,7 +70,7 @@ FreeObject* SizeClassSlabs::carve_fresh(unsigned sc, ChunkCache& cache) {
   return carve(m);
 }
 
-void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache) {
+ROOST_COMMON_TEXT void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   // Each class may keep one emptied slab, within the reserve: it stays on
   // the available list and is refilled before the active slab's untouched
@@ -75,7 +90,7 @@ void SizeClassSlabs::forget_spare(unsigned sc, ChunkCache& cache) {
   cache.uncharge(sizeclass::slab_size(sc));
 }
 
-void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
+ROOST_COMMON_TEXT void SizeClassSlabs::release(ChunkMeta* m, ChunkCache& cache) {
   unsigned sc = m->sizeclass;
   if (active_[sc] == m) active_[sc] = nullptr;
   bump_counter(list_balance_[sc], slab::free_objects(m));
@@ -154,7 +169,7 @@ FreeObject* SizeClassSlabs::adopt(ChunkMeta* m, ChunkCache& cache) {
   return list;
 }
 
-bool SizeClassSlabs::release_unused(FreeObject** fast_lists, ChunkCache& cache) {
+ROOST_COMMON_TEXT bool SizeClassSlabs::release_unused(FreeObject** fast_lists, ChunkCache& cache) {
   uint64_t slabs_before = slab_count();
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     // The objects on the fast list go back to their slabs (not counted as

@@ -186,18 +186,8 @@ class SizeClassSlabs {
   // take_from_active()'s `list` (not empty) of the active slab `m`, with
   // its class's next carve behind it where its tail has one (the objects
   // freed last stay first).  The list is short while a class ramps up.
-  ROOST_NOINLINE FreeObject* ramp_up(ChunkMeta* m, FreeObject* list) {
-    if (slab::fully_carved(m)) return list;
-    uint32_t taken = last_list_length_;
-    // The head first, as its hand-out checks it (a write to it is one to a
-    // freed object, not a broken link).
-    checks::head_intact(m, m->sizeclass, list);
-    FreeObject* tail = list;
-    while (FreeObject* next = checks::next_checked(m->sizeclass, tail)) tail = next;
-    freelist::set_next(tail, carve(m));
-    last_list_length_ += taken;
-    return list;
-  }
+  ROOST_NOINLINE FreeObject* ramp_up(ChunkMeta* m, FreeObject* list);
+
   // The objects class `sc`'s next carve takes at most: a small page's worth
   // at first, then as many as the class carved before (the carves double)
   // up to its batch.  A class a program uses a little touches a page of it.

@@ -2,6 +2,7 @@
 #include "frontend/slab.h"
 
 #include "platform/os.h"
+#include "platform/text_section.h"
 
 namespace roost::slab {
 
@@ -24,7 +25,7 @@ uint32_t trim_resident(ChunkMeta* m, uint32_t resident, size_t keep) {
 
 }  // namespace
 
-void start(ChunkMeta* m, unsigned sc, const void* owner, size_t keep_resident) {
+ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_t keep_resident) {
   const sizeclass::ClassInfo& info = sizeclass::kInfo.info[sc];
   // The chunk's dirty extent (read before `carved` overlays it) is what a
   // carve can use without touching fresh pages.
@@ -45,7 +46,7 @@ void start(ChunkMeta* m, unsigned sc, const void* owner, size_t keep_resident) {
   pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
 }
 
-void retire(ChunkMeta* m) {
+ROOST_COMMON_TEXT void retire(ChunkMeta* m) {
   pagemap::set_range(m->base, sizeclass::slab_size(m->sizeclass), nullptr);
   set_chunk_owner(m, nullptr);
   m->free_head = nullptr;

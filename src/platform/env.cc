@@ -1,6 +1,8 @@
 // platform/env.cc — implementation of platform/env.h over `environ`.
 #include "platform/env.h"
 
+#include "platform/text_section.h"
+
 extern char** environ;
 
 namespace roost::env {
@@ -14,7 +16,7 @@ const char* skip(const char* s, const char* prefix) {
 }
 }  // namespace
 
-const char* get(const char* name) {
+ROOST_COMMON_TEXT const char* get(const char* name) {
   char** e = environ;
   if (e == nullptr) return nullptr;
   for (; *e != nullptr; e++) {
@@ -24,7 +26,7 @@ const char* get(const char* name) {
   return nullptr;
 }
 
-void for_each(const char* prefix, void (*visit)(const char* entry)) {
+ROOST_COMMON_TEXT void for_each(const char* prefix, void (*visit)(const char* entry)) {
   char** e = environ;
   if (e == nullptr) return;
   for (; *e != nullptr; e++)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "platform/error.h"
+#include "platform/text_section.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -74,7 +75,7 @@ size_t whole_pages(size_t size) { return (size + page_size() - 1) & ~(page_size(
 
 }  // namespace
 
-void* reserve_aligned(size_t size, size_t align) {
+ROOST_COMMON_TEXT void* reserve_aligned(size_t size, size_t align) {
   if (align <= page_size()) {
     void* p = map(nullptr, size, 0);
     return p == MAP_FAILED ? nullptr : p;
@@ -92,7 +93,7 @@ void* reserve_aligned(size_t size, size_t align) {
   return reinterpret_cast<void*>(aligned);
 }
 
-Placement reserve_at(uintptr_t addr, size_t size) {
+ROOST_COMMON_TEXT Placement reserve_at(uintptr_t addr, size_t size) {
   if (!page_aligned(addr)) return Placement::kRefused;
   void* want = reinterpret_cast<void*>(addr);
   int saved = errno;
@@ -186,7 +187,7 @@ bool advise_huge_pages(void* p, size_t size, bool on) {
   return madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
 }
 
-size_t address_space_limit() {
+ROOST_COMMON_TEXT size_t address_space_limit() {
   rlimit r;
   if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
   return static_cast<size_t>(r.rlim_cur);
@@ -202,7 +203,7 @@ size_t address_space_used() {
   return pages * page_size();
 }
 
-uint64_t entropy() {
+ROOST_COMMON_TEXT uint64_t entropy() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == static_cast<ssize_t>(sizeof(v))) return v;
   if (const auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM)))
@@ -210,7 +211,7 @@ uint64_t entropy() {
   return v ^ now_ns();
 }
 
-size_t page_size() {
+ROOST_COMMON_TEXT size_t page_size() {
 #if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
   if (size_t page = g_page_size_override.load(std::memory_order_relaxed)) return page;
 #endif
@@ -236,23 +237,35 @@ std::atomic<bool> exit_key_live{false};
 // dlclose() takes the hook's code with it: the key goes too, so that the
 // threads that used the plugin and exit later call nothing.  Threads that
 // exit after this keep their allocators out of the pool.
-__attribute__((destructor)) void remove_thread_exit_hook() {
+ROOST_COMMON_TEXT __attribute__((destructor)) void remove_thread_exit_hook() {
   if (exit_key_live.exchange(false, std::memory_order_acq_rel)) pthread_key_delete(exit_key);
 }
 }  // namespace
 
-bool install_thread_exit_hook(void (*fn)(void*)) {
+ROOST_COMMON_TEXT bool install_thread_exit_hook(void (*fn)(void*)) {
   if (pthread_key_create(&exit_key, fn) != 0) return false;
   exit_key_live.store(true, std::memory_order_release);
   return true;
 }
 
-void arm_thread_exit_hook(void* arg) {
+ROOST_COMMON_TEXT void arm_thread_exit_hook(void* arg) {
   if (exit_key_live.load(std::memory_order_acquire)) pthread_setspecific(exit_key, arg);
 }
 
-void install_fork_hooks(void (*prepare)(), void (*parent)(), void (*child)()) {
+#if defined(__GLIBC__)
+// glibc's pthread_atfork is a stub in libc_nonshared.a, linked into each
+// caller at the far end of its text, that passes the caller's handle on to
+// this; roost calls it directly so that its start-up runs no code there.
+extern "C" int __register_atfork(void (*prepare)(), void (*parent)(), void (*child)(), void* dso);
+extern "C" void* __dso_handle __attribute__((weak, visibility("hidden")));
+#endif
+
+ROOST_COMMON_TEXT void install_fork_hooks(void (*prepare)(), void (*parent)(), void (*child)()) {
+#if defined(__GLIBC__)
+  __register_atfork(prepare, parent, child, &__dso_handle == nullptr ? nullptr : __dso_handle);
+#else
   pthread_atfork(prepare, parent, child);
+#endif
 }
 
 int open_for_writing(const char* path) {
@@ -314,7 +327,7 @@ uint64_t wall_clock_seconds() {
   return ts.tv_sec > 0 ? static_cast<uint64_t>(ts.tv_sec) : 0;
 }
 
-uint64_t now_ns() {
+ROOST_COMMON_TEXT uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
@@ -329,7 +342,7 @@ uint64_t now_ns() {
 #include <sys/syscall.h>
 
 namespace roost::os {
-void yield() { sched_yield(); }
+ROOST_COMMON_TEXT void yield() { sched_yield(); }
 
 namespace {
 struct ThreadStart {
@@ -346,14 +359,14 @@ constexpr size_t kThreadStack = size_t{1} << 20;
 constexpr size_t kThreadStack = size_t{256} << 10;
 #endif
 
-void* thread_main(void* start) {
+ROOST_COMMON_TEXT void* thread_main(void* start) {
   ThreadStart s = *static_cast<ThreadStart*>(start);
   prctl(PR_SET_NAME, s.name, 0, 0, 0);
   return s.fn(s.arg);
 }
 }  // namespace
 
-bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name) {
+ROOST_COMMON_TEXT bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name) {
   g_thread_start.fn = fn;
   g_thread_start.arg = arg;
   size_t i = 0;
@@ -379,9 +392,11 @@ bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name) {
   return true;
 }
 
-void join_thread(Thread t) { pthread_join(static_cast<pthread_t>(t.handle), nullptr); }
+ROOST_COMMON_TEXT void join_thread(Thread t) {
+  pthread_join(static_cast<pthread_t>(t.handle), nullptr);
+}
 
-void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns) {
+ROOST_COMMON_TEXT void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns) {
   timespec ts;
   timespec* limit = nullptr;
   if (timeout_ns != UINT64_MAX) {
@@ -392,7 +407,7 @@ void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns) {
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, limit, nullptr, 0);
 }
 
-void wake_one(const uint32_t* word) {
+ROOST_COMMON_TEXT void wake_one(const uint32_t* word) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 }  // namespace roost::os
