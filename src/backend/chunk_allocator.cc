@@ -258,7 +258,7 @@ ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
 // bytes purged.  A chunk the OS would not purge keeps its contents, so it
 // goes back among the dirty ones (a later decay tries again) instead of the
 // clean ones.
-size_t purge_and_merge(ChunkMeta* list) {
+ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
   if (list == nullptr) return 0;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
@@ -529,7 +529,7 @@ ROOST_COMMON_TEXT void note_split_piece() { g_chunks_out.fetch_add(1, std::memor
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
 size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
-size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
+ROOST_COMMON_TEXT size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
 size_t dirty_cap() {
   size_t out = bytes_out();
   return out > config::kDirtyCapFloor ? out : config::kDirtyCapFloor;

@@ -330,7 +330,7 @@ ROOST_COMMON_TEXT uint64_t drain_parked(bool* more) {
   return drained;
 }
 
-Messenger::Look look_at_bound_mail() {
+ROOST_COMMON_TEXT Messenger::Look look_at_bound_mail() {
   // The list of all is read unlocked (entries are never freed); parked
   // allocators are skipped by the look itself.
   Messenger::Look total;
@@ -345,7 +345,7 @@ Messenger::Look look_at_bound_mail() {
   return total;
 }
 
-bool parked_mail() {
+ROOST_COMMON_TEXT bool parked_mail() {
   LockGuard guard(g_lock);
   for (Entry* e = g_pooled; e != nullptr; e = e->next_pooled)
     if (e->allocator.has_mail()) return true;

@@ -74,9 +74,11 @@ ROOST_COMMON_TEXT bool Messenger::take_live_mail_flag() {
 
 // Relaxed: the service reads it behind sleep_until()'s fence, which pairs
 // with the fence of want(), the mail hook deliver() calls after setting it.
-bool Messenger::live_mail_flag() { return g_live_mail.load(std::memory_order_relaxed); }
+ROOST_COMMON_TEXT bool Messenger::live_mail_flag() {
+  return g_live_mail.load(std::memory_order_relaxed);
+}
 
-Messenger::Look Messenger::look_for_neglected_mail() {
+ROOST_COMMON_TEXT Messenger::Look Messenger::look_for_neglected_mail() {
   Look look;
   // Relaxed: a hint (a stale answer costs one look; the inbox's flag
   // decides who consumes).

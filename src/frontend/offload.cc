@@ -320,7 +320,7 @@ ROOST_COMMON_TEXT uint64_t serve() {
   return moved;
 }
 
-bool pending() {
+ROOST_COMMON_TEXT bool pending() {
   // Relaxed: read behind sleep_until()'s fence, which pairs with want()'s (see g_any_port).
   if (!g_any_port.load(std::memory_order_relaxed)) return false;
   Held held;

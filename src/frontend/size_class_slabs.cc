@@ -85,7 +85,7 @@ ROOST_COMMON_TEXT void SizeClassSlabs::on_empty(ChunkMeta* m, ChunkCache& cache)
   release(m, cache);
 }
 
-void SizeClassSlabs::forget_spare(unsigned sc, ChunkCache& cache) {
+ROOST_COMMON_TEXT void SizeClassSlabs::forget_spare(unsigned sc, ChunkCache& cache) {
   spare_[sc] = nullptr;
   cache.uncharge(sizeclass::slab_size(sc));
 }

@@ -124,7 +124,7 @@ bool make_accessible(void* p, size_t size) {
   return mprotect(p, whole_pages(size), kProt) == 0;
 }
 
-bool purge(void* p, size_t size, bool zero) {
+ROOST_COMMON_TEXT bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge) || !page_aligned(p)) return false;
   return madvise(p, whole_pages(size), zero ? MADV_DONTNEED : MADV_FREE) == 0;
 }

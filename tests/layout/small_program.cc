@@ -1,12 +1,14 @@
 // tests/layout/small_program.cc — a small program's use of the allocator:
 // the C family and C++'s operators on small and large objects, a second
-// thread that frees some of the first one's objects and exits.  The
-// common-text check (common_text_check.py) runs it under callgrind and
-// requires every function of the library it runs to lie in the library's
-// common text.
+// thread that frees some of the first one's objects and exits, then a
+// pause long enough for the service thread to purge what was freed (the
+// purge delay is 10 ms).  The common-text check (common_text_check.py)
+// runs it under callgrind and requires every function of the library it
+// runs to lie in the library's common text.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <new>
 
@@ -61,5 +63,7 @@ int main() {
   free(shrunk);
   free(zeroed);
   for (int i = 0; i < kObjects; i++) free(objects[i]);
+  usleep(300 * 1000);
+  free(malloc(100));
   return 0;
 }
