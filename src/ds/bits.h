@@ -12,6 +12,13 @@
 #define ROOST_INLINE inline __attribute__((always_inline))
 #define ROOST_SLOW __attribute__((noinline, cold))
 #define ROOST_NOINLINE __attribute__((noinline))
+// One copy of a function, not one per constant argument (GCC's clones;
+// clang has no such attribute).
+#if defined(__clang__)
+#define ROOST_NOCLONE
+#else
+#define ROOST_NOCLONE __attribute__((noclone))
+#endif
 // For globals declared in headers: hidden, so the fast paths address them
 // directly (PC-relative) rather than through the GOT.
 #define ROOST_HIDDEN __attribute__((visibility("hidden")))

@@ -397,7 +397,7 @@ class Allocator {
   // Takes messages from the inbox (see Messenger::receive); returns the
   // objects received.  One copy, not one per constant `all`: it holds
   // Messenger::receive's body.
-  ROOST_NOINLINE __attribute__((noclone)) uint64_t receive(bool all);
+  ROOST_NOINLINE ROOST_NOCLONE uint64_t receive(bool all);
 
   // The fast lists first: the malloc fast path's slot address is then the
   // allocator's plus the class's offset alone.
