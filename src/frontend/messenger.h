@@ -43,7 +43,6 @@
 #include "frontend/outbox.h"
 #include "frontend/remote_cache.h"
 #include "platform/os.h"
-#include "platform/text_section.h"
 
 namespace roost {
 
@@ -119,7 +118,8 @@ class Messenger {
   // objects is on its free list; its pages were purged, and read as zero
   // when `zeroed`).  Returns the objects received.  When the service holds
   // the inbox, returns 0 at once, or waits for it when `all`.
-  // Inlined into its one caller, Allocator::receive, so that it lies with it.
+  // Inlined into its one caller, Allocator::receive, so that it lies with it
+  // in the common text (platform/text_section.h: a template takes no section).
   template <typename Deliver, typename Restart>
   ROOST_INLINE uint64_t receive(bool all, Deliver&& deliver, Restart&& restart);
 

@@ -11,7 +11,7 @@
 // first window.  The test layout.common_text names any function a small
 // program runs outside the section.
 // Must never: include anything, or mark inline code (it is placed with
-// each caller).
+// each caller) or a template (its instantiations take no section).
 #pragma once
 
 #define ROOST_COMMON_TEXT __attribute__((section(".text.hot.roost")))
