@@ -10,6 +10,7 @@
 // did not define would pull glibc's malloc in beside roost's.
 #include "api/api.h"
 #include "api/introspection.h"
+#include "frontend/service.h"
 #include "options.h"
 #include "platform/text_section.h"
 
@@ -18,8 +19,10 @@ using namespace roost;
 // Options are read on the first allocation; a program that overrides its
 // malloc with roost reads them when it starts as well, so that the option
 // warnings and ROOST_VERBOSE speak for a program that never allocates.
+// Roost is then the process's malloc, to its end (frontend/service.h).
 ROOST_COMMON_TEXT __attribute__((constructor)) static void read_options_at_start() {
   options::load();
+  service::end_with_process();
 }
 
 ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void* malloc(size_t size) {

@@ -5,8 +5,9 @@
 //   kStarting  start() is creating it
 //   kBusy      working, or sleeping until the next purge is due
 //   kIdle      sleeping without a time limit: want() must wake it
-//   kStopping  asked to stop (it exits at its next look)
-//   kStopped   stopped, failed to start, or ROOST_SERVICE=0: never again
+//   kStopping  asked to stop (it ends, or parks, at its next look)
+//   kStopped   stopped (or parked for good), failed to start, or
+//              ROOST_SERVICE=0: never again
 // Going idle is a Dekker handshake with want(): the thread stores kIdle,
 // fences, and looks for work once more; want()'s caller made its work
 // visible, fences, and reads the word.  One of the two sees the other.
@@ -44,6 +45,10 @@ const uint32_t* state_word() { return reinterpret_cast<const uint32_t*>(&g_state
 SpinLock g_work_lock;
 os::Thread g_thread;
 std::atomic<bool> g_fork_hooks{false};  // only who installs them (acq_rel costs nothing here)
+// Set by a start-up constructor (end_with_process).  Relaxed: a thread that
+// runs stop() at exit was created after it (its creation orders it), and
+// the service thread reads it only after stop()'s acq_rel kStopping.
+std::atomic<bool> g_park_at_stop{false};
 
 // Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
@@ -122,6 +127,15 @@ void sleep_until(uint64_t next) {
   g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
 }
 
+// Stopped at exit where the process ends the thread: says so to stop()
+// and sleeps until then, holding nothing and touching nothing more.
+[[noreturn]] ROOST_COMMON_TEXT void park() {
+  // release as g_state's rule says (stop() waits for it, acquire).
+  g_state.store(kStopped, std::memory_order_release);
+  os::wake_one(state_word());
+  for (;;) os::wait_on(state_word(), kStopped, UINT64_MAX);
+}
+
 ROOST_COMMON_TEXT void* run(void*) {
   // What the service allocates (full offload's rings) is no program stack's.
   profile::exclude_this_thread();
@@ -132,7 +146,10 @@ ROOST_COMMON_TEXT void* run(void*) {
   count(g_wakeups, 1);
   unsigned idle_passes = 0;
   for (;;) {
-    if (g_state.load(std::memory_order_acquire) == kStopping) return nullptr;
+    if (g_state.load(std::memory_order_acquire) == kStopping) {
+      if (!g_park_at_stop.load(std::memory_order_relaxed)) return nullptr;
+      park();
+    }
     uint64_t moved;
     uint64_t next = work(&moved);
     if (moved != 0) {
@@ -183,7 +200,13 @@ ROOST_COMMON_TEXT __attribute__((destructor)) void stop() {
     if (s == kBusy || s == kIdle) {
       if (!g_state.compare_exchange_strong(s, kStopping, std::memory_order_acq_rel)) continue;
       os::wake_one(state_word());
-      os::join_thread(g_thread);
+      if (g_park_at_stop.load(std::memory_order_relaxed)) {
+        // acquire: pairs with park()'s release.
+        while (g_state.load(std::memory_order_acquire) != kStopped)
+          os::wait_on(state_word(), kStopping, UINT64_MAX);
+      } else {
+        os::join_thread(g_thread);
+      }
     } else if (!g_state.compare_exchange_strong(s, kStopped, std::memory_order_acq_rel)) {
       continue;
     }
@@ -194,6 +217,9 @@ ROOST_COMMON_TEXT __attribute__((destructor)) void stop() {
 }
 
 }  // namespace
+
+// Relaxed: see g_park_at_stop.
+ROOST_COMMON_TEXT void end_with_process() { g_park_at_stop.store(true, std::memory_order_relaxed); }
 
 ROOST_COMMON_TEXT void want() {
   // The caller made its work visible; the fence orders that before the

@@ -9,8 +9,9 @@
 // the slabs it finds whole there (frontend/mail_sorter.h).  It starts the
 // first time there is such work (never in a program that releases nothing),
 // sleeps on a futex without a time limit when there is none, and is stopped
-// and joined when roost's code goes away (exit, or dlclose of a plugin that
-// embeds roost).  ROOST_SERVICE=0 keeps it from starting: purges then
+// when roost's code goes away (exit, or dlclose of a plugin that embeds
+// roost): joined, or, where roost is the process's malloc, parked for good
+// (end_with_process()).  ROOST_SERVICE=0 keeps it from starting: purges then
 // happen on the program's own calls, as the backend did before.
 //
 // Owns: the thread, its state word, its statistics, its fork hooks.  Must
@@ -50,13 +51,22 @@ ROOST_SLOW void start_before_release();
 // Hooks the service into the backend and the pool (at roost's start-up).
 void install();
 
+// Roost is the process's malloc (its overrides are linked), so its code
+// stays mapped until the process ends: when stopped at exit, the thread
+// parks for good instead of ending, and the process ends it.  Ending a
+// thread runs libc's thread-exit work (its stack, TLS and resources freed,
+// its join), which a small program pays in libc pages it never touched
+// otherwise: about 136 KiB of peak RSS on smallheap.  A prefixed build,
+// which a plugin may embed and unload, still joins the thread.
+void end_with_process();
+
 // Its own work, for statistics.
 struct Counters {
   uint64_t wakeups;             // times it woke up and looked for work
   uint64_t bytes_purged;        // released memory it purged
   uint64_t allocators_drained;  // parked allocators whose mail it delivered
   uint64_t bytes_collected;     // slabs it found whole in sleeping threads' mail
-  bool running;                 // the thread exists now
+  bool running;                 // the thread is at work (not stopped)
 };
 Counters counters();
 
