@@ -79,10 +79,8 @@ def text_layout(lib):
     functions in .text by address)."""
     segment = None
     for line in run(["readelf", "-lW", lib]).splitlines():
-        fields = line.split()
-        if fields and fields[0] == "LOAD" and fields[-2] == "E":
-            segment = int(fields[2], 16)
-        elif fields and fields[0] == "LOAD" and fields[-3:-1] == ["R", "E"]:
+        fields = line.split()  # LOAD offset vaddr paddr filesz memsz flags... align
+        if fields and fields[0] == "LOAD" and "E" in fields[-3:-1]:
             segment = int(fields[2], 16)
     functions = []
     for line in run(["nm", "-S", "--defined-only", lib]).splitlines():
