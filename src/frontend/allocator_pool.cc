@@ -155,6 +155,7 @@ ROOST_COMMON_TEXT void on_thread_exit(void* arg) {
   // mail posted since it settled is the service's to find.
   if (may_get_mail) service::want();
   service::at_safe_point();
+  if (os::is_main_thread()) service::main_thread_gone();  // pthread_exit in main
 }
 
 // Objects freed after their owner's thread exited wait in its inbox until a

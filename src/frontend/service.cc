@@ -13,6 +13,8 @@
 // visible, fences, and reads the word.  One of the two sees the other.
 #include "frontend/service.h"
 
+#include <cstdlib>
+
 #include "backend/chunk_allocator.h"
 #include "ds/fence.h"
 #include "ds/spinlock.h"
@@ -50,6 +52,16 @@ std::atomic<bool> g_fork_hooks{false};  // only who installs them (acq_rel costs
 // the service thread reads it only after stop()'s acq_rel kStopping.
 std::atomic<bool> g_park_at_stop{false};
 
+// The main thread ended (main_thread_gone).  Relaxed: work the service
+// looks for, announced with want()'s handshake.
+std::atomic<bool> g_main_gone{false};
+// How often the service looks whether it is the last thread, once the main
+// thread is gone.
+constexpr uint64_t kAloneCheckNs = 100'000'000;
+// Set on the service thread: stop() called there (by its exit(0)) has no
+// thread to wait for.
+thread_local bool t_is_service = false;
+
 // Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
 std::atomic<uint64_t> g_bytes_purged{0};
@@ -66,7 +78,8 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
 
 // Work want() announces: anything but a purge that is not yet due.
 bool announced_work_pending() {
-  return pool::parked_mail() || offload::pending() || Messenger::live_mail_flag();
+  return pool::parked_mail() || offload::pending() || Messenger::live_mail_flag() ||
+         g_main_gone.load(std::memory_order_relaxed);  // relaxed: see g_main_gone
 }
 
 bool work_pending() { return chunks::dirty_bytes() != 0 || announced_work_pending(); }
@@ -143,6 +156,7 @@ ROOST_COMMON_TEXT void* run(void*) {
   // this thread's first change of state (acquire, though nothing start()
   // wrote is read here; below it sees stop()'s kStopping).
   while (g_state.load(std::memory_order_acquire) == kStarting) os::yield();
+  t_is_service = true;
   count(g_wakeups, 1);
   unsigned idle_passes = 0;
   for (;;) {
@@ -164,6 +178,12 @@ ROOST_COMMON_TEXT void* run(void*) {
       continue;
     }
     if (next == 0) continue;
+    if (g_main_gone.load(std::memory_order_relaxed)) {  // relaxed: see g_main_gone
+      // The process's last thread ends it, with the status glibc gives.
+      if (!os::other_threads_run()) exit(0);
+      uint64_t look = os::now_ns() + kAloneCheckNs;
+      if (next > look) next = look;
+    }
     sleep_until(next);
     idle_passes = 0;
     count(g_wakeups, 1);
@@ -188,6 +208,11 @@ void postfork_child() {
 // roost): the thread must not outlive the code it runs.  After this only the
 // program's own calls purge, and mail for parked allocators waits.
 ROOST_COMMON_TEXT __attribute__((destructor)) void stop() {
+  if (t_is_service) {  // its own exit(0): it stops by ending the process
+    // release as g_state's rule says (start() only compares it).
+    g_state.store(kStopped, std::memory_order_release);
+    return;
+  }
   for (;;) {
     // acquire: pairs with start()'s release of kBusy, so the join below sees g_thread.
     uint32_t s = g_state.load(std::memory_order_acquire);
@@ -220,6 +245,13 @@ ROOST_COMMON_TEXT __attribute__((destructor)) void stop() {
 
 // Relaxed: see g_park_at_stop.
 ROOST_COMMON_TEXT void end_with_process() { g_park_at_stop.store(true, std::memory_order_relaxed); }
+
+void main_thread_gone() {
+  g_main_gone.store(true, std::memory_order_relaxed);  // relaxed: see g_main_gone
+  // Relaxed: a service starting now sees the flag in its loop.
+  uint32_t s = g_state.load(std::memory_order_relaxed);
+  if (s == kBusy || s == kIdle) want();
+}
 
 ROOST_COMMON_TEXT void want() {
   // The caller made its work visible; the fence orders that before the

@@ -60,6 +60,12 @@ void install();
 // which a plugin may embed and unload, still joins the thread.
 void end_with_process();
 
+// The main thread ended (pthread_exit) while the service runs.  A process
+// whose last thread ends ends too (exit(0)), but the service thread would
+// keep it alive: from now on the service looks every 100 ms whether
+// it is the last thread left, and then calls exit(0) as that thread would.
+void main_thread_gone();
+
 // Its own work, for statistics.
 struct Counters {
   uint64_t wakeups;             // times it woke up and looked for work

@@ -392,6 +392,56 @@ ROOST_COMMON_TEXT bool start_thread(Thread* t, void* (*fn)(void*), void* arg, co
   return true;
 }
 
+ROOST_COMMON_TEXT bool is_main_thread() { return syscall(SYS_gettid) == getpid(); }
+
+namespace {
+// The state letter of /proc/self/task/<tid>/stat ("R", "S", "Z", ...), or
+// 0 where it cannot be read.  No allocation: the service calls it.
+char task_state(long tid) {
+  char path[48] = "/proc/self/task/";
+  size_t n = strlen(path);
+  char digits[24];
+  size_t d = 0;
+  for (; tid > 0 && d < sizeof(digits); tid /= 10) digits[d++] = static_cast<char>('0' + tid % 10);
+  while (d > 0) path[n++] = digits[--d];
+  memcpy(path + n, "/stat", 6);
+  char buf[512];
+  size_t got = read_start(path, buf, sizeof(buf));
+  // "tid (comm) S ...": the state follows the last ')'.
+  const char* close = strrchr(buf, ')');
+  if (got == 0 || close == nullptr || close[1] != ' ') return 0;
+  return close[2];
+}
+}  // namespace
+
+bool other_threads_run() {
+  int fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return true;
+  long self = syscall(SYS_gettid);
+  bool running = false;
+  alignas(8) char buf[4096];
+  for (;;) {
+    long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+    if (n < 0) running = true;  // cannot tell
+    if (n <= 0 || running) break;
+    for (long at = 0; at < n && !running;) {
+      // struct linux_dirent64: inode, offset, record length, type, name.
+      unsigned short length;
+      memcpy(&length, buf + at + 16, sizeof(length));
+      const char* name = buf + at + 19;
+      at += length;
+      if (name[0] < '0' || name[0] > '9') continue;  // "." and ".."
+      long tid = 0;
+      for (const char* c = name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
+      if (tid == self) continue;
+      char state = task_state(tid);
+      running = state != 'Z' && state != 'X';  // 0 (gone, or unreadable): counted
+    }
+  }
+  ::close(fd);
+  return running;
+}
+
 ROOST_COMMON_TEXT void join_thread(Thread t) {
   pthread_join(static_cast<pthread_t>(t.handle), nullptr);
 }

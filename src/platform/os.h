@@ -130,6 +130,12 @@ struct Thread {
 bool start_thread(Thread* t, void* (*fn)(void*), void* arg, const char* name);
 void join_thread(Thread t);
 
+// Is the caller the process's first thread (main's)?
+bool is_main_thread();
+// Does a thread of the process other than the caller still run (one that
+// has not ended)?  True where /proc cannot tell.
+bool other_threads_run();
+
 // Sleeps while *word == expected, at most timeout_ns (UINT64_MAX: no limit),
 // or until wake_one(word); may return early (spuriously, or on a signal).
 void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns);

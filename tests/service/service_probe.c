@@ -15,6 +15,11 @@
  *                   own (priority 101) finds the service stopped; a thread
  *                   whose thread-local destructor frees runs then, and the
  *                   main thread frees and allocates.
+ *   main-exits      the main thread ends with pthread_exit while the
+ *                   service runs and a thread still works: the process
+ *                   ends when that thread does (exit status 0, its exit
+ *                   handlers run), as under glibc's malloc, though the
+ *                   service thread is still there.
  *
  * Statistics come from roost_stats(): called directly where roost is linked
  * (ROOST_TEST_LINKED), found with dlsym where it is preloaded. */
@@ -227,15 +232,36 @@ static int after_stop_mode(void) {
 }
 #endif
 
+static void main_exits_handler(void) { lc_say("service: main-exits handler ok"); }
+
+static void* last_worker(void* arg) {
+  (void)arg;
+  sleep_ms(200);
+  churn(32, 64, 5);
+  release_large(4);
+  return NULL;
+}
+
+static int main_exits_mode(void) {
+  release_large(16);
+  expect_purge_after(0, "the service purged nothing");
+  lc_check(atexit(main_exits_handler) == 0, "atexit failed");
+  pthread_t t;
+  lc_check(pthread_create(&t, NULL, last_worker, NULL) == 0, "pthread_create failed");
+  pthread_exit(NULL);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "fork") == 0) return fork_mode();
   if (strcmp(mode, "exit-mid-purge") == 0) return exit_mid_purge_mode();
   if (strcmp(mode, "exit-thread") == 0) return exit_thread_mode();
   if (strcmp(mode, "atexit") == 0) return atexit_mode();
+  if (strcmp(mode, "main-exits") == 0) return main_exits_mode();
 #if defined(ROOST_TEST_LINKED)
   if (strcmp(mode, "after-stop") == 0) return after_stop_mode();
 #endif
-  fprintf(stderr, "usage: %s fork|exit-mid-purge|exit-thread|atexit|after-stop\n", argv[0]);
+  fprintf(stderr, "usage: %s fork|exit-mid-purge|exit-thread|atexit|main-exits|after-stop\n",
+          argv[0]);
   return 2;
 }
