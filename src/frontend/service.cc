@@ -71,6 +71,9 @@ std::atomic<uint64_t> g_bytes_collected{0};
 // When to look at bound allocators' mail next (os::now_ns; 0: not until
 // mail is posted).  The thread's own.
 uint64_t g_next_look = 0;
+// The service has seen g_main_gone (and looks for being the last thread
+// from then on).  The thread's own.
+bool g_main_gone_seen = false;
 
 void count(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // relaxed: one writer
@@ -79,7 +82,8 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
 // Work want() announces: anything but a purge that is not yet due.
 bool announced_work_pending() {
   return pool::parked_mail() || offload::pending() || Messenger::live_mail_flag() ||
-         g_main_gone.load(std::memory_order_relaxed);  // relaxed: see g_main_gone
+         (!g_main_gone_seen &&
+          g_main_gone.load(std::memory_order_relaxed));  // relaxed: see g_main_gone
 }
 
 bool work_pending() { return chunks::dirty_bytes() != 0 || announced_work_pending(); }
@@ -179,6 +183,7 @@ ROOST_COMMON_TEXT void* run(void*) {
     }
     if (next == 0) continue;
     if (g_main_gone.load(std::memory_order_relaxed)) {  // relaxed: see g_main_gone
+      g_main_gone_seen = true;
       // The process's last thread ends it, with the status glibc gives.
       if (!os::other_threads_run()) exit(0);
       uint64_t look = os::now_ns() + kAloneCheckNs;
