@@ -120,6 +120,23 @@ inline constexpr unsigned kDemandKeptMinOrder = 20;  // 1 MiB
 // floor.
 inline constexpr size_t kDirtyCapFloor = size_t{256} << 20;
 inline constexpr unsigned kDirtyAfterCapQuarters = 3;  // of the cap: 3/4
+// A big chunk handed out where no released chunk of its size is at hand
+// (or beyond the part of one that was written) gets the resident pages of
+// smaller released chunks moved into its first bytes, up to what the caller
+// will use (run-time option ROOST_MOVE_PAGES): the kernel moves page tables,
+// no byte is copied and no page faulted in.  Moves go in stretches of
+// 2^kMoveBits bytes, at offsets that are multiples of it (where the kernel
+// moves whole page tables), from chunks of at least that size, at most
+// kMaxMovesPerChunk per chunk handed out (from the first kMaxMoveLooks
+// released chunks looked at)...
+inline constexpr unsigned kMoveBits = 21;  // 2 MiB
+inline constexpr unsigned kMaxMovesPerChunk = 16;
+inline constexpr unsigned kMaxMoveLooks = 64;  // released chunks looked at for them
+// ...and only while the regions span at most this much address space: each
+// moved stretch may become a kernel mapping of its own (one per 2 MiB of
+// regions at most), and the process's count of those is limited
+// (vm.max_map_count, 65530 by default).
+inline constexpr size_t kMoveMaxReservedBytes = size_t{16} << 30;
 // A purge the program undoes at once (it takes memory that must be faulted
 // in within a delay) doubles the delay, at most this many times; a delay in
 // which it takes no memory halves it again.

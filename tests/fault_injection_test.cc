@@ -35,15 +35,17 @@ void t_free(void* p) { roost_free(p); }
 void* t_calloc(size_t c, size_t n) { return roost_calloc(c, n); }
 void* t_realloc(void* p, size_t n) { return roost_realloc(p, n); }
 void* t_aligned_alloc(size_t a, size_t n) { return roost_aligned_alloc(a, n); }
+void t_trim() { roost_trim(); }
 #else
 void* t_malloc(size_t n) { return malloc(n); }
 void t_free(void* p) { free(p); }
 void* t_calloc(size_t c, size_t n) { return calloc(c, n); }
 void* t_realloc(void* p, size_t n) { return realloc(p, n); }
 void* t_aligned_alloc(size_t a, size_t n) { return aligned_alloc(a, n); }
+void t_trim() { malloc_trim(0); }
 #endif
 
-constexpr int kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3, kPopulate = 4;
+constexpr int kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3, kPopulate = 4, kMove = 5;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kHuge = (size_t{3} << 29);  // 1.5 GiB: mapped alone, always fresh
 
@@ -248,6 +250,61 @@ TEST(FaultInjection, ARefusedPopulateLeavesCallocZeroed) {
   ASSERT_NE(q, nullptr);
   EXPECT_TRUE(all_zero(q, 2 * kMiB));
   t_free(q);
+}
+
+// The pages of released large objects moved into a bigger one
+// (ROOST_MOVE_PAGES), refused as a kernel refuses a move after it has
+// unmapped the destination: roost maps the range again, and the object
+// reads as zero (calloc) and keeps what is written into it.  Where that
+// mmap is refused too, the chunk is lost to roost and the object comes from
+// elsewhere, or is NULL with ENOMEM.  Either way the released objects' pages
+// stay theirs and a later move works.  Needs released memory kept resident
+// (its own test, under a long ROOST_PURGE_DELAY).
+TEST(FaultInjection, ARefusedMoveOfReleasedPagesLeavesTheObjectZeroed) {
+  const char* delay = getenv("ROOST_PURGE_DELAY");
+  if (delay == nullptr || strcmp(delay, "0") == 0)
+    GTEST_SKIP() << "released memory is purged at once (ROOST_PURGE_DELAY)";
+  // Two released large objects written whole (4 MiB chunks), nothing dirty
+  // as big as the 12 MiB object asked for next (a 16 MiB chunk).
+  // (A 64 MiB object made and freed first leaves room in the regions, so
+  // that no new region is needed while mmap is refused.)
+  auto release_written = [] {
+    t_free(t_malloc(64 * kMiB));
+    t_trim();
+    void* a = t_malloc(3 * kMiB);
+    void* b = t_malloc(3 * kMiB);
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    memset(a, 0x5A, 3 * kMiB);
+    memset(b, 0xA5, 3 * kMiB);
+    t_free(a);
+    t_free(b);
+  };
+  for (bool lose : {false, true}) {
+    release_written();
+    {
+      Refusal moves(kMove, 0, -1);
+      Refusal maps(kMap, 0, lose ? -1 : 0);
+      errno = 0;
+      void* p = t_calloc(1, 12 * kMiB);
+      if (p == nullptr) {
+        EXPECT_TRUE(lose) << "NULL though the OS gave memory";
+        EXPECT_EQ(errno, ENOMEM);
+      } else {
+        EXPECT_TRUE(all_zero(p, 12 * kMiB)) << (lose ? "lost" : "refused");
+        memset(p, 0x3C, 12 * kMiB);
+        EXPECT_EQ(static_cast<unsigned char*>(p)[12 * kMiB - 1], 0x3C);
+        t_free(p);
+      }
+      EXPECT_GT(roost_test_injected_faults(kMove), 0) << "no move was tried";
+    }
+  }
+  // The OS moves pages again: the released objects' pages fill the next
+  // one, which calloc still hands out zeroed.
+  release_written();
+  unsigned char* p = static_cast<unsigned char*>(t_calloc(1, 12 * kMiB));
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(all_zero(p, 12 * kMiB));
+  t_free(p);
 }
 
 // munmap refused: a huge object's free keeps its range (lost, not reused),

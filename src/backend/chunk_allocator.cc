@@ -383,24 +383,53 @@ ROOST_COMMON_TEXT size_t decay(uint64_t now) {
   return purged;
 }
 
-// A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
-// if none.  The smallest that fits, the younger of two of a size: a bigger
-// one is split only when no chunk of the size is dirty, so that big chunks
-// stay whole for big requests.
-ChunkMeta* take_dirty(unsigned order, unsigned max_order) {
-  for (unsigned j = order; j <= max_order; j++) {
-    for (DirtyLists* gen : {&g_young, &g_old}) {
-      ChunkMeta* m = gen->by_order[j].pop_front();
-      if (m == nullptr) continue;
-      count_dirty(m, -1);
-      split(m, order, [](ChunkMeta* upper) {
-        if (upper->dirty_pages == 0)
-          push_free(upper);  // its lower buddy is out: nothing to merge with
-        else
-          push_dirty(upper);
-      });
-      return m;
+// Of `gen`'s dirty chunks of `order`, the one whose dirty extent fits
+// `fill` bytes best: the smallest that covers them, else the biggest.
+// Looks at config::kMaxMoveLooks chunks at most; nullptr if there is none.
+ChunkMeta* best_fit(unsigned order, size_t fill) {
+  ChunkMeta* best = nullptr;
+  size_t best_extent = 0;
+  unsigned looked = 0;
+  for (DirtyLists* gen : {&g_young, &g_old}) {
+    for (ChunkMeta* d = gen->by_order[order].head; d != nullptr; d = d->next) {
+      if (looked++ == config::kMaxMoveLooks) return best;
+      size_t e = dirty_extent(d);
+      bool better =
+          best == nullptr || (e >= fill ? best_extent < fill || e < best_extent : best_extent < e);
+      if (better) {
+        best = d;
+        best_extent = e;
+      }
     }
+  }
+  return best;
+}
+
+// A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
+// if none.  The smallest that fits: a bigger one is split only when no
+// chunk of the size is dirty, so that big chunks stay whole for big
+// requests.  Of a size, the younger of two, or where `fill` says how many
+// bytes the caller will use (0: not told), the one whose dirty extent
+// fits them best.
+ChunkMeta* take_dirty(unsigned order, unsigned max_order, size_t fill) {
+  for (unsigned j = order; j <= max_order; j++) {
+    ChunkMeta* m = nullptr;
+    if (j == order && fill != 0) {
+      m = best_fit(j, fill);
+      if (m != nullptr) list_of(m).remove(m);
+    } else {
+      for (DirtyLists* gen : {&g_young, &g_old})
+        if (m == nullptr) m = gen->by_order[j].pop_front();
+    }
+    if (m == nullptr) continue;
+    count_dirty(m, -1);
+    split(m, order, [](ChunkMeta* upper) {
+      if (upper->dirty_pages == 0)
+        push_free(upper);  // its lower buddy is out: nothing to merge with
+      else
+        push_dirty(upper);
+    });
+    return m;
   }
   return nullptr;
 }
@@ -412,14 +441,10 @@ void note_out(unsigned order) {
   g_chunks_out.fetch_add(1, std::memory_order_relaxed);
 }
 
-// A chunk of 2^order bytes: dirty memory first (split from a chunk of at
-// most 2^max_dirty_order bytes), then, if `clean` allows, memory that reads
-// as zero.  nullptr when there is none (or the OS refuses).
-ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
-  uint64_t now = os::now_ns();
-  LockGuard guard(g_lock);
-  decay(now);
-  ChunkMeta* m = take_dirty(order, max_dirty_order);
+// take() with the lock held and the decay done.
+ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_order, bool clean,
+                                         size_t fill = 0) {
+  ChunkMeta* m = take_dirty(order, max_dirty_order, fill);
   if (m == nullptr) {
     if (!clean) return nullptr;
     for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
@@ -432,6 +457,171 @@ ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool
   set_kind(m, ChunkKind::kUnused);
   note_out(order);
   return m;
+}
+
+// A chunk of 2^order bytes: dirty memory first (split from a chunk of at
+// most 2^max_dirty_order bytes), then, if `clean` allows, memory that reads
+// as zero.  nullptr when there is none (or the OS refuses).
+ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
+  uint64_t now = os::now_ns();
+  LockGuard guard(g_lock);
+  decay(now);
+  return take_locked(order, max_dirty_order, clean);
+}
+
+// ---- moving released pages into a chunk handed out (config::kMoveBits) ----
+
+constexpr size_t kMoveUnit = size_t{1} << config::kMoveBits;
+std::atomic<size_t> g_moved{0};       // bytes moved since start
+std::atomic<size_t> g_lost_bytes{0};  // chunks lost to a failed move
+
+// The moves planned for one chunk: from each donor (a dirty chunk in
+// transit) the last `bytes` of its dirty extent rounded up to kMoveUnit,
+// after which it keeps `kept_pages` pages of that extent.
+struct Moves {
+  ChunkMeta* donor[config::kMaxMovesPerChunk];
+  uintptr_t from[config::kMaxMovesPerChunk];
+  size_t bytes[config::kMaxMovesPerChunk];
+  uint32_t kept_pages[config::kMaxMovesPerChunk];
+  unsigned count = 0;
+  uintptr_t to = 0;  // where the first goes; each next one follows the last that moved
+};
+
+// Plans a move of the last `n` bytes of the rounded extent (`whole`) of
+// the dirty chunk `d`, taken off `list`.
+void plan_move(Moves* moves, DList<ChunkMeta>& list, ChunkMeta* d, size_t whole, size_t n) {
+  list.remove(d);
+  size_t extent = dirty_extent(d);
+  into_transit(d, nullptr);
+  unsigned i = moves->count++;
+  moves->donor[i] = d;
+  moves->from[i] = d->base + whole - n;
+  moves->bytes[i] = n;
+  size_t kept = whole - n < extent ? whole - n : extent;
+  moves->kept_pages[i] = static_cast<uint32_t>(kept >> config::kMinPageBits);
+}
+
+// Lock held: plans moves into `m` (just taken) from its dirty extent
+// (rounded up to kMoveUnit) up to `fill` bytes, from dirty chunks of
+// kMoveUnit and up: chunks smaller than `m`, the biggest first (the old
+// generation's before the young one's: they are nearer their purge), each
+// moved whole where it fits (what a program wrote of a buffer lies at its
+// head, and lands at the head of what it fills); what no whole one fills
+// takes the tail of the smallest one seen, of any size, that does not fit.
+// Takes the donors off their lists.
+void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
+  size_t size = size_t{1} << m->order;
+  size_t at = bits::align_up(dirty_extent(m), kMoveUnit);
+  size_t want = bits::align_up(fill < size ? fill : size, kMoveUnit);
+  moves->to = m->base + at;
+  unsigned looked = 0;
+  ChunkMeta* too_big = nullptr;  // the smallest seen, and its list
+  DList<ChunkMeta>* too_big_list = nullptr;
+  for (unsigned o = kMaxOrder + 1; o-- > config::kMoveBits;) {
+    for (DirtyLists* gen : {&g_old, &g_young}) {
+      DList<ChunkMeta>& list = gen->by_order[o];
+      for (ChunkMeta *d = list.head, *next; d != nullptr; d = next) {
+        if (at == want || moves->count == config::kMaxMovesPerChunk ||
+            looked++ == config::kMaxMoveLooks)
+          goto done;
+        next = d->next;
+        size_t whole = bits::align_up(dirty_extent(d), kMoveUnit);  // inside d
+        if (o < m->order && whole <= want - at) {
+          plan_move(moves, list, d, whole, whole);
+          at += whole;
+        } else if (too_big == nullptr || dirty_extent(d) < dirty_extent(too_big)) {
+          too_big = d;
+          too_big_list = &list;
+        }
+      }
+    }
+  }
+done:
+  if (at < want && too_big != nullptr && moves->count < config::kMaxMovesPerChunk)
+    plan_move(moves, *too_big_list, too_big, bits::align_up(dirty_extent(too_big), kMoveUnit),
+              want - at);
+}
+
+// Whether the bytes [from, from + n) of the dirty chunk `d` are worth
+// moving: its pages at four points through the part of them in its dirty
+// extent are resident.  A program that wrote only a buffer's head and tail
+// leaves a long extent of which little is resident; moving it would only
+// pin its head, far from the head of what it fills.
+bool worth_moving(const ChunkMeta* d, uintptr_t from, size_t n) {
+  uintptr_t end = d->base + dirty_extent(d);
+  if (from + n < end) end = from + n;
+  if (end <= from) return false;
+  const size_t page = os::page_size();
+  for (size_t k = 1; k < 8; k += 2) {
+    uintptr_t at = (from + (end - from) / 8 * k) & ~(page - 1);
+    if (!os::resident(reinterpret_cast<const void*>(at))) return false;
+  }
+  return true;
+}
+
+// Carries out `moves` into `m` with only the purge lock held (which keeps
+// fork and malloc_trim waiting while the donors are in transit), one
+// kMoveUnit at a time (each within one kernel mapping: the kernels before
+// 6.17 move none that spans two, and the boundaries moves and huge-page
+// advice make lie on the unit), then puts the donors back (dirty with what
+// they kept, or clean) and sets `m`'s dirty extent.  The first move the OS
+// refuses ends the moves (a donor moved in part keeps its whole extent).
+// Returns `m`, or nullptr when a failed move took part of it from roost:
+// the chunk is lost, and the caller takes another.
+ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
+  uintptr_t to = moves->to;
+  size_t moved = 0;
+  os::Moved r = os::Moved::kMoved;
+  for (unsigned i = 0; i < moves->count && r == os::Moved::kMoved; i++) {
+    size_t n = moves->bytes[i];
+    if (!worth_moving(moves->donor[i], moves->from[i], n)) continue;
+    size_t done = 0;
+    for (; done < n && r == os::Moved::kMoved; done += kMoveUnit) {
+      r = os::move_pages(reinterpret_cast<void*>(moves->from[i] + done),
+                         reinterpret_cast<void*>(to), kMoveUnit);
+      if (r != os::Moved::kMoved) break;
+      to += kMoveUnit;
+      moved += kMoveUnit;
+    }
+    if (done == n) moves->donor[i]->dirty_pages = moves->kept_pages[i];
+  }
+  // Up to `to`, m may hold old bytes.
+  if (moved != 0) m->dirty_pages = static_cast<uint32_t>((to - m->base) >> config::kMinPageBits);
+  g_moved.fetch_add(moved, std::memory_order_relaxed);
+  LockGuard guard(g_lock);
+  for (unsigned i = 0; i < moves->count; i++) {
+    ChunkMeta* d = moves->donor[i];
+    if (d->dirty_pages == 0)
+      merge_free(d);
+    else
+      merge_dirty(d);
+  }
+  // Memory that did not have to be faulted in after all.
+  g_taken_clean -= moved < g_taken_clean ? moved : g_taken_clean;
+  if (r != os::Moved::kLost) return m;
+  size_t size = size_t{1} << m->order;
+  g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
+  g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
+  g_lost_bytes.fetch_add(size, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// alloc(order, fill) where moves may fill the chunk: under the purge lock
+// (tried: while another thread purges, the chunk is taken without moves).
+ChunkMeta* take_filled(unsigned order, size_t fill) {
+  if (!g_purge_lock.try_lock()) return take(order, kMaxOrder, true);
+  Moves moves;
+  ChunkMeta* m;
+  {
+    uint64_t now = os::now_ns();
+    LockGuard guard(g_lock);
+    decay_locked(now);
+    m = take_locked(order, kMaxOrder, true, fill);
+    if (m != nullptr && dirty_extent(m) < fill) plan_moves(m, fill, &moves);
+  }
+  if (m != nullptr && moves.count != 0) m = carry_out(m, &moves);
+  g_purge_lock.unlock();
+  return m != nullptr ? m : take(order, kMaxOrder, true);
 }
 
 Region* region_of(uintptr_t addr) {
@@ -449,6 +639,12 @@ std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
 }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
+
+ChunkMeta* alloc(unsigned order, size_t fill) {
+  if (order <= config::kMoveBits || reserved_bytes() > config::kMoveMaxReservedBytes)
+    return take(order, kMaxOrder, true);
+  return take_filled(order, fill);
+}
 
 void for_each_record(ChunkKind kind, void (*visit)(const ChunkMeta* m, void* ctx), void* ctx) {
   size_t end = g_end_slot.load(std::memory_order_acquire);
@@ -535,6 +731,8 @@ size_t dirty_cap() {
   return out > config::kDirtyCapFloor ? out : config::kDirtyCapFloor;
 }
 size_t purged_bytes() { return g_purged.load(std::memory_order_relaxed); }
+size_t moved_bytes() { return g_moved.load(std::memory_order_relaxed); }
+size_t lost_bytes() { return g_lost_bytes.load(std::memory_order_relaxed); }
 size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 
 void lock_for_fork() {

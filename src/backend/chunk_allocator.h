@@ -45,6 +45,13 @@ std::atomic<uint64_t>* block_bits_of(uintptr_t addr);
 // (nothing changed: a later call may succeed).
 ChunkMeta* alloc(unsigned order);
 
+// alloc(order), of the released chunks of its size the one whose dirty
+// extent fits `fill` (the bytes its caller will use) best, with the resident
+// pages of other released chunks moved into its first `fill` bytes where
+// they read as zero (its dirty_pages then covers them): config::kMoveBits
+// says when.
+ChunkMeta* alloc(unsigned order, size_t fill);
+
 // A released, unpurged chunk of 2^order bytes, split from one of at most
 // 2^max_order bytes; nullptr if there is none.
 ChunkMeta* alloc_dirty(unsigned order, unsigned max_order);
@@ -139,6 +146,8 @@ size_t bytes_out();       // bytes in chunks handed out (not in free lists)
 size_t dirty_bytes();     // bytes released but not purged yet (resident)
 size_t dirty_cap();       // dirty bytes purged at once beyond: bytes_out(), a floor at least
 size_t purged_bytes();    // bytes purged since start
+size_t moved_bytes();     // bytes moved into chunks handed out since start (alloc(order, fill))
+size_t lost_bytes();      // bytes of chunks lost to moves the OS failed
 size_t chunks_out();
 
 void lock_for_fork();

@@ -26,16 +26,6 @@ constexpr unsigned kBlockBits = chunks::kBlockBits;
 std::atomic<int> g_kernel_mode{-1};
 std::atomic<size_t> g_calls{0};
 
-bool active() {
-  if (options::get(options::kHugePages) == 0) return false;
-  int mode = g_kernel_mode.load(std::memory_order_relaxed);
-  if (mode < 0) {
-    mode = os::huge_pages_on_advice() ? 1 : 0;
-    g_kernel_mode.store(mode, std::memory_order_relaxed);
-  }
-  return mode == 1;
-}
-
 uint64_t bit_of(uintptr_t block) { return uint64_t{1} << (block & 63); }
 
 // The blocks [first, last] that [base, base + size) overlaps.
@@ -118,6 +108,16 @@ ROOST_COMMON_TEXT void clear(uintptr_t base, size_t size) {
   if (!active()) return;
   Blocks span = blocks_of(base, size);
   bring(span.first, span.last, [](uintptr_t) { return false; });
+}
+
+bool active() {
+  if (options::get(options::kHugePages) == 0) return false;
+  int mode = g_kernel_mode.load(std::memory_order_relaxed);
+  if (mode < 0) {
+    mode = os::huge_pages_on_advice() ? 1 : 0;
+    g_kernel_mode.store(mode, std::memory_order_relaxed);
+  }
+  return mode == 1;
 }
 
 size_t calls() { return g_calls.load(std::memory_order_relaxed); }

@@ -34,6 +34,12 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk);
 // region: that memory is about to hold slabs.
 void clear(uintptr_t base, size_t size);
 
+// Whether the advice is given: ROOST_HUGEPAGES is on and the kernel's THP
+// mode is `madvise`.  (Pages moved from one range to another take the
+// advice of the range they come from along: backend/large.cc moves none
+// while this holds.)
+bool active();
+
 // madvise calls made so far (the tests read it).
 size_t calls();
 

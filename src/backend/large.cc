@@ -123,8 +123,13 @@ ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t*
   unsigned order = order_for(span);
   // Recently freed memory first (the backend keeps it resident for a purge
   // delay), so a program that frees and allocates big buffers in turn does
-  // not fault them in again.
-  ChunkMeta* m = chunks::alloc(order);
+  // not fault them in again: a chunk of the size, and for big objects the
+  // one written over the most of what this one will use, with other freed
+  // chunks' pages moved in where it falls short (not where they would carry
+  // huge-page advice along).
+  bool moves = order > config::kMoveBits && options::get(options::kMovePages) != 0 &&
+               !huge_pages::active();
+  ChunkMeta* m = moves ? chunks::alloc(order, usable) : chunks::alloc(order);
   if (m == nullptr) return nullptr;
   // Beyond its dirty extent a backend chunk was never touched or was
   // purged; with MADV_FREE purging it may still hold old bytes.

@@ -32,7 +32,7 @@ struct FaultPlan {
   std::atomic<long> count{0};
   std::atomic<long> injected{0};
 };
-FaultPlan g_faults[5];
+FaultPlan g_faults[6];
 // A page size page_size() reports instead of the kernel's (0: none).
 std::atomic<size_t> g_page_size_override{0};
 
@@ -127,6 +127,60 @@ bool make_accessible(void* p, size_t size) {
 ROOST_COMMON_TEXT bool purge(void* p, size_t size, bool zero) {
   if (injected(FaultKind::kPurge) || !page_aligned(p)) return false;
   return madvise(p, whole_pages(size), zero ? MADV_DONTNEED : MADV_FREE) == 0;
+}
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+namespace {
+// Cleared when the kernel says it does not know MREMAP_DONTUNMAP.
+std::atomic<bool> g_move_known{true};
+
+// Is every page of [p, p+size) mapped?  (msync says ENOMEM where one is not.)
+bool mapped(void* p, size_t size) { return msync(p, size, MS_ASYNC) == 0 || errno != ENOMEM; }
+}  // namespace
+
+bool resident(const void* p) {
+  unsigned char in = 0;
+  int saved = errno;
+  bool ok = page_aligned(p) && mincore(const_cast<void*>(p), 1, &in) == 0;
+  errno = saved;
+  return ok && (in & 1) != 0;
+}
+
+Moved move_pages(void* from, void* to, size_t size) {
+  // relaxed: a hint that saves a failing system call, set once.
+  if (!page_aligned(from) || !page_aligned(to) || !g_move_known.load(std::memory_order_relaxed))
+    return Moved::kRefused;
+  size = whole_pages(size);
+  int saved = errno;
+  void* p;
+  if (injected(FaultKind::kMove)) {
+    munmap(to, size);
+    errno = ENOMEM;
+    p = MAP_FAILED;
+  } else {
+    p = mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
+  }
+  if (p == to) {
+    errno = saved;
+    return Moved::kMoved;
+  }
+  // relaxed: as above.
+  if (p == MAP_FAILED && errno == EINVAL) g_move_known.store(false, std::memory_order_relaxed);
+  // A kernel may unmap the destination before it fails: take the range
+  // back, never over a mapping someone made there meanwhile.
+  Moved result = Moved::kRefused;
+  if (!mapped(to, size)) {
+    void* q = map(to, size, MAP_FIXED_NOREPLACE);
+    if (q != to) {
+      if (q != MAP_FAILED) munmap(q, size);
+      result = Moved::kLost;
+    }
+  }
+  errno = saved;
+  return result;
 }
 
 #ifndef MADV_POPULATE_WRITE

@@ -1,11 +1,13 @@
 // platform/os.h — the only door to the operating system.
 //
 // Owns: address-space reservation (anywhere, or at an address the backend
-// picks), purge, huge-page advice, the address-space limit, page size, the thread-exit hook,
-// fork hooks, roost's own thread and its sleep and wake-up (futex), the
-// process id, files written by name (the statistics report), and the
-// test-only fault injection that makes the OS refuse.  Must never: allocate through malloc, call
-// stdio, or hold allocator policy (which chunk, where, when to purge: that is the backend's).
+// picks), purge, moving pages between ranges, huge-page advice, the
+// address-space limit, page size, the thread-exit hook, fork hooks, roost's
+// own thread and its sleep and wake-up (futex), the process id, files
+// written by name (the statistics report), and the test-only fault
+// injection that makes the OS refuse.  Must never: allocate through malloc,
+// call stdio, or hold allocator policy (which chunk, where, when to purge:
+// that is the backend's).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +57,29 @@ bool purge(void* p, size_t size, bool zero);
 // would do, in one call.  False if the OS refused or does not know how;
 // the range reads as it did either way.
 bool populate_write(void* p, size_t size);
+
+// Whether the page at `p` (page-aligned, reserved above) is in memory now
+// (mincore); false where the OS cannot tell.
+bool resident(const void* p);
+
+// What move_pages() did.
+enum class Moved {
+  kMoved,    // the pages moved
+  kRefused,  // nothing moved; both ranges read as before
+  kLost,     // nothing moved, and `to` is no longer reserved (the kernel
+             // unmapped it and failed, and the range could not be taken back)
+};
+// Moves the physical pages under [from, from+size) to [to, to+size), both
+// page-aligned, reserved above and apart, without copying (mremap with
+// MREMAP_DONTUNMAP, Linux 5.7 and later): `to` then reads as `from` did,
+// and `from` stays reserved and reads as zero.  Whatever `to` held is
+// discarded.  The kernel moves the page tables of 2 MiB-aligned stretches
+// whole; each moved range may become a mapping of its own (so a caller
+// bounds the distinct ranges it creates: vm.max_map_count), and kernels
+// before 6.17 refuse a `from` that spans two mappings (after unmapping
+// `to`).  Refused where the kernel does not know how (remembered: later
+// calls fail at once).
+Moved move_pages(void* from, void* to, size_t size);
 
 // Whether the kernel gives transparent huge pages of 2 MiB
 // (config::kHugePageBits) to the ranges a process asks for them (THP mode
@@ -146,10 +171,17 @@ void wake_one(const uint32_t* word);
 // (the test variants of the library): the calls of one kind made after
 // roost_test_inject_faults() are numbered from 0, and those numbered
 // [first, first + count) fail as the OS fails them (mmap: ENOMEM; madvise:
-// EAGAIN; munmap: ENOMEM; mprotect: ENOMEM).  count < 0: every call from
-// `first` on.
+// EAGAIN; munmap: ENOMEM; mprotect: ENOMEM; mremap: ENOMEM, after unmapping
+// the destination).  count < 0: every call from `first` on.
 namespace roost::os {
-enum class FaultKind : int { kMap = 0, kPurge = 1, kUnmap = 2, kProtect = 3, kPopulate = 4 };
+enum class FaultKind : int {
+  kMap = 0,
+  kPurge = 1,
+  kUnmap = 2,
+  kProtect = 3,
+  kPopulate = 4,
+  kMove = 5,  // fails as a kernel that unmapped the destination first does
+};
 }  // namespace roost::os
 #if defined(ROOST_FAULT_INJECTION) && ROOST_FAULT_INJECTION
 extern "C" void roost_test_inject_faults(int kind, long first, long count);

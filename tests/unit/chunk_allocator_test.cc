@@ -596,3 +596,159 @@ TEST(ChunkAllocator, TheRestOfAUsedUpFreshExtentGoesToTheBuddyLists) {
   chunks::release(whole, 0);
   for (ChunkMeta* h : held) chunks::release(h, 0);
 }
+
+// ---- released pages moved into a big chunk (alloc(order, fill)) ----
+
+namespace {
+constexpr size_t kMiB = size_t{1} << 20;
+
+// `count` chunks of 2^order bytes whose buddies are held (in `held`), so
+// that none merges with another once released.
+std::vector<ChunkMeta*> unpaired(unsigned order, size_t count, std::vector<ChunkMeta*>& held) {
+  std::vector<ChunkMeta*> all, out;
+  for (size_t i = 0; i < 2 * count + 2; i++) all.push_back(chunks::alloc(order));
+  for (ChunkMeta* m : all) {
+    if (m == nullptr) continue;
+    bool paired = out.size() < count && (m->base & (uintptr_t{1} << order)) == 0 &&
+                  std::any_of(all.begin(), all.end(), [&](ChunkMeta* o) {
+                    return o != nullptr && o->base == (m->base ^ (uintptr_t{1} << order));
+                  });
+    (paired ? out : held).push_back(m);
+  }
+  EXPECT_EQ(out.size(), count);
+  return out;
+}
+
+// Writes `value` over the first `written` bytes of `m` and releases it
+// with that dirty extent; returns its base.
+uintptr_t release_written(ChunkMeta* m, size_t written, unsigned char value) {
+  memset(reinterpret_cast<void*>(m->base), value, written);
+  uintptr_t base = m->base;
+  chunks::release(m, written);
+  return base;
+}
+
+void release_all(std::vector<ChunkMeta*>& held) {
+  for (ChunkMeta* m : held) chunks::release(m, 0);
+  held.clear();
+}
+
+const unsigned char* bytes_at(uintptr_t a) { return reinterpret_cast<const unsigned char*>(a); }
+}  // namespace
+
+// A 16 MiB chunk with nothing of its size released gets the written pages
+// of a released 4 MiB chunk and a 2 MiB one moved into its first 6 MiB:
+// each whole (the bigger first), its head at a 2 MiB boundary, no byte
+// copied.  The two read as zero after, and are clean (not counted dirty).
+TEST(ChunkAllocator, TheWrittenPagesOfSmallerReleasedChunksAreMovedIntoABigOne) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  ChunkMeta* four = unpaired(22, 1, held)[0];
+  ChunkMeta* two = unpaired(21, 1, held)[0];  // (taken before `four` is released)
+  uintptr_t a = release_written(four, 3 * kMiB, 0xA1);
+  uintptr_t b = release_written(two, 2 * kMiB, 0xB2);
+  size_t moved = chunks::moved_bytes();
+  size_t dirty = chunks::dirty_bytes();
+  ChunkMeta* m = chunks::alloc(24, 6 * kMiB);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(chunks::moved_bytes() - moved, 6 * kMiB);
+  EXPECT_EQ(dirty_extent(m), 6 * kMiB);
+  EXPECT_EQ(dirty - chunks::dirty_bytes(), 5 * kMiB) << "the two are not dirty any more";
+  EXPECT_EQ(bytes_at(m->base)[0], 0xA1);
+  EXPECT_EQ(bytes_at(m->base + 3 * kMiB - 1)[0], 0xA1);
+  EXPECT_EQ(bytes_at(m->base + 3 * kMiB)[0], 0) << "past a's extent";
+  EXPECT_EQ(bytes_at(m->base + 4 * kMiB)[0], 0xB2) << "a's extent rounds up to 4 MiB";
+  EXPECT_EQ(bytes_at(m->base + 6 * kMiB - 1)[0], 0xB2);
+  EXPECT_EQ(bytes_at(m->base + 6 * kMiB)[0], 0);
+  EXPECT_EQ(bytes_at(a)[0], 0);
+  EXPECT_EQ(bytes_at(b + 2 * kMiB - 1)[0], 0);
+  EXPECT_EQ(chunks::alloc_dirty(21, 22), nullptr);
+  chunks::release(m, 0);
+  release_all(held);
+  chunks::purge_all();
+}
+
+// No more than the chunk's user will use is filled: a fill of 5 MiB takes
+// a whole released 4 MiB chunk, and the last 2 MiB of an 8 MiB one that
+// does not fit whole, which keeps the rest of its written head.
+TEST(ChunkAllocator, AMoveTakesTheTailOfAChunkTooBigForWhatIsLeftToFill) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  ChunkMeta* four = unpaired(22, 1, held)[0];
+  ChunkMeta* eight = unpaired(23, 1, held)[0];
+  uintptr_t a = release_written(four, 4 * kMiB, 0xA1);
+  uintptr_t b = release_written(eight, 8 * kMiB, 0xB2);
+  size_t moved = chunks::moved_bytes();
+  ChunkMeta* m = chunks::alloc(24, 5 * kMiB + 1);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(chunks::moved_bytes() - moved, 6 * kMiB);
+  EXPECT_EQ(dirty_extent(m), 6 * kMiB);
+  EXPECT_EQ(bytes_at(m->base)[0], 0xA1);
+  EXPECT_EQ(bytes_at(m->base + 4 * kMiB)[0], 0xB2) << "b's tail";
+  EXPECT_EQ(bytes_at(m->base + 6 * kMiB)[0], 0);
+  EXPECT_EQ(bytes_at(a)[0], 0);
+  EXPECT_EQ(bytes_at(b + 6 * kMiB - 1)[0], 0xB2) << "the rest of b stays";
+  EXPECT_EQ(bytes_at(b + 6 * kMiB)[0], 0);
+  ChunkMeta* rest = chunks::alloc_dirty(23, 23);
+  ASSERT_NE(rest, nullptr);
+  EXPECT_EQ(rest->base, b);
+  EXPECT_EQ(dirty_extent(rest), 6 * kMiB);
+  chunks::release(rest, 0);
+  chunks::release(m, 0);
+  release_all(held);
+  chunks::purge_all();
+}
+
+// A released chunk of which only the first and last pages were written
+// (a long extent, little of it resident) is not moved: its head would
+// land far from the head of what it fills, and stay resident there.
+TEST(ChunkAllocator, ASparselyWrittenReleasedChunkIsNotMoved) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  ChunkMeta* d = chunks::alloc(23);
+  ASSERT_NE(d, nullptr);
+  uintptr_t base = d->base;
+  const_cast<unsigned char*>(bytes_at(base))[0] = 0xC3;
+  const_cast<unsigned char*>(bytes_at(base))[8 * kMiB - 1] = 0xC3;
+  chunks::release(d, 8 * kMiB);
+  size_t moved = chunks::moved_bytes();
+  ChunkMeta* m = chunks::alloc(24, 16 * kMiB);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(chunks::moved_bytes(), moved);
+  EXPECT_EQ(m->dirty_pages, 0u);
+  EXPECT_EQ(bytes_at(base)[0], 0xC3);
+  ChunkMeta* again = chunks::alloc_dirty(23, 23);
+  ASSERT_NE(again, nullptr) << "it is dirty still";
+  EXPECT_EQ(again->base, base);
+  chunks::release(again, 0);
+  chunks::release(m, 0);
+  chunks::purge_all();
+}
+
+// Of the released chunks of the size asked for, a caller that says what it
+// will use gets the one whose written part fits it best: the smallest
+// that covers it, else the biggest.
+TEST(ChunkAllocator, OfReleasedChunksOfTheSizeTheOneWhoseWrittenPartFitsBestIsTaken) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  std::vector<ChunkMeta*> three = unpaired(23, 3, held);
+  ASSERT_EQ(three.size(), 3u);
+  uintptr_t two = release_written(three[0], 2 * kMiB, 1);
+  uintptr_t five = release_written(three[1], 5 * kMiB, 2);
+  uintptr_t seven = release_written(three[2], 7 * kMiB, 3);
+  ChunkMeta* m = chunks::alloc(23, 4 * kMiB);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->base, five);
+  ChunkMeta* n = chunks::alloc(23, 8 * kMiB);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->base, seven);
+  ChunkMeta* o = chunks::alloc(23);  // not told: the youngest
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->base, two);
+  for (ChunkMeta* c : {m, n, o}) chunks::release(c, 0);
+  release_all(held);
+  chunks::purge_all();
+}
