@@ -127,8 +127,8 @@ ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t*
   // one written over the most of what this one will use, with other freed
   // chunks' pages moved in where it falls short (not where they would carry
   // huge-page advice along).
-  bool moves = order > config::kMoveBits && options::get(options::kMovePages) != 0 &&
-               !huge_pages::active();
+  bool moves =
+      order > config::kMoveBits && options::get(options::kMovePages) != 0 && !huge_pages::active();
   ChunkMeta* m = moves ? chunks::alloc(order, usable) : chunks::alloc(order);
   if (m == nullptr) return nullptr;
   // Beyond its dirty extent a backend chunk was never touched or was
