@@ -458,6 +458,120 @@ TEST(Realloc, PreservesContentGrowingTo4MiBAndShrinkingBack) {
   free(p);
 }
 
+// A big buffer grown past its chunk, again and again (a file read into a
+// growing buffer): every byte kept at every step.  Under roost the whole
+// 2 MiB stretches of its pages move to the new place instead of being
+// copied (ROOST_MOVE_PAGES, on unless the environment says 0), which the
+// statistics count.
+TEST(Realloc, ABigBufferGrownAgainAndAgainKeepsEveryByte) {
+  const char* option = getenv("ROOST_MOVE_PAGES");
+  bool moves = roost_active() && (option == nullptr || strcmp(option, "0") != 0);
+  uint64_t moved_before = roost_active() ? stats_snapshot().bytes_moved : 0;
+  size_t expected_moved = 0;
+  uint64_t id = 11;
+  size_t cur = 3 * kMiB + 12345;
+  void* p = malloc(cur);
+  ASSERT_NE(p, nullptr);
+  fill_pattern(p, cur, id);
+  for (size_t next : {5 * kMiB, 9 * kMiB + 1, 17 * kMiB, 40 * kMiB + 4096, 70 * kMiB}) {
+    void* q = realloc(p, next);
+    ASSERT_NE(q, nullptr) << "realloc " << cur << " -> " << next;
+    ASSERT_EQ(find_pattern_mismatch(q, cur, id), SIZE_MAX)
+        << "content lost in realloc " << cur << " -> " << next;
+    if (q != p) expected_moved += cur & ~(2 * kMiB - 1);
+    fill_pattern(q, next, ++id);
+    p = q;
+    cur = next;
+  }
+  free(p);
+  if (moves) {
+    EXPECT_GE(stats_snapshot().bytes_moved - moved_before, expected_moved);
+  }
+}
+
+namespace {
+// A word per 4 KiB page of a large block, and its first and last bytes, as
+// a function of (id, offset): written whole, checked sparsely.
+void mark_pages(void* p, size_t n, uint64_t id) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (size_t at = 0; at + 8 < n; at += 4096) {
+    uint64_t v = id * 0x9E3779B97F4A7C15ull + at;
+    memcpy(b + at, &v, 8);
+  }
+  b[n - 1] = static_cast<unsigned char>(id);
+}
+size_t first_unmarked(const void* p, size_t n, uint64_t id) {
+  auto* b = static_cast<const unsigned char*>(p);
+  for (size_t at = 0; at + 8 < n; at += 4096) {
+    uint64_t v = id * 0x9E3779B97F4A7C15ull + at, got;
+    memcpy(&got, b + at, 8);
+    if (got != v) return at;
+  }
+  return b[n - 1] == static_cast<unsigned char>(id) ? SIZE_MAX : n - 1;
+}
+}  // namespace
+
+namespace {
+// One history of the test below, from `seed`.
+void large_history(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  struct Slot {
+    void* p = nullptr;
+    size_t n = 0;
+    uint64_t id = 0;
+  } slot[12];
+  uint64_t next_id = 1;
+  for (int step = 0; step < 600; step++) {
+    Slot& s = slot[rng() % 12];
+    size_t n = 256 * 1024 + rng() % (40 * kMiB);
+    if (s.p != nullptr) {
+      ASSERT_EQ(first_unmarked(s.p, s.n, s.id), SIZE_MAX)
+          << "seed " << seed << " step " << step << ", " << s.n << " bytes";
+    }
+    switch (rng() % 4) {
+      case 0:
+        free(s.p);
+        s = Slot{};
+        break;
+      case 1: {
+        void* q = realloc(s.p, n);
+        ASSERT_NE(q, nullptr);
+        if (s.p != nullptr) {
+          size_t kept = std::min(s.n, n);
+          // The marks that lie wholly in what was kept.
+          size_t at = first_unmarked(q, kept, s.id);
+          ASSERT_TRUE(at == SIZE_MAX || at == kept - 1)
+              << "seed " << seed << " step " << step << ": realloc lost byte " << at;
+        }
+        s = Slot{q, n, next_id++};
+        mark_pages(s.p, s.n, s.id);
+        break;
+      }
+      default:
+        free(s.p);
+        s = Slot{rng() % 2 ? malloc(n) : calloc(1, n), n, next_id++};
+        ASSERT_NE(s.p, nullptr);
+        mark_pages(s.p, s.n, s.id);
+        break;
+    }
+  }
+  for (Slot& s : slot) {
+    if (s.p != nullptr) {
+      EXPECT_EQ(first_unmarked(s.p, s.n, s.id), SIZE_MAX) << "seed " << seed;
+    }
+    free(s.p);
+  }
+}
+}  // namespace
+
+// Large blocks of 256 KiB to 40 MiB made, grown, shrunk and freed in
+// random order, each page marked: no block loses a byte to another's
+// reuse of released memory (roost moves released pages into new blocks and
+// a block's own pages into its new place, ROOST_MOVE_PAGES).
+TEST(Realloc, LargeBlocksKeepTheirPagesThroughAHistoryOfReuse) {
+  for (uint64_t seed : {3, 8, 24}) large_history(seed);
+}
+
 TEST(Realloc, PreservesContentBetweenSmallAndLargeInBothDirections) {
   const size_t sizes[] = {10, 8 * kMiB, 100, 300000, 20, 1 * kMiB, 5000, 16, 2 * kMiB + 5, 1};
   size_t cur = 50;

@@ -307,6 +307,40 @@ TEST(FaultInjection, ARefusedMoveOfReleasedPagesLeavesTheObjectZeroed) {
   t_free(p);
 }
 
+// realloc moves a big object's pages to its new place (ROOST_MOVE_PAGES);
+// refused as a kernel refuses it after unmapping the destination, the
+// object is copied instead, every byte kept.  Where the range cannot be
+// mapped again either, the new object is lost to roost and another takes
+// its place (or realloc fails with ENOMEM, the old object intact).
+TEST(FaultInjection, ARefusedMoveOfAReallocatedObjectCopiesItInstead) {
+  uint64_t id = 900;
+  for (bool lose : {false, true}) {
+    // Room in the regions for two objects of the new size (no new region
+    // is needed while mmap is refused).
+    t_free(t_malloc(64 * kMiB));
+    Block b{static_cast<unsigned char*>(t_malloc(6 * kMiB + 123)), 6 * kMiB + 123, ++id};
+    ASSERT_NE(b.p, nullptr);
+    fill(b);
+    long before = roost_test_injected_faults(kMove);
+    {
+      Refusal moves(kMove, 0, -1);
+      Refusal maps(kMap, 0, lose ? -1 : 0);
+      errno = 0;
+      void* q = t_realloc(b.p, 20 * kMiB);
+      if (q == nullptr) {
+        EXPECT_TRUE(lose) << "NULL though the OS gave memory";
+        EXPECT_EQ(errno, ENOMEM);
+      } else {
+        b.p = static_cast<unsigned char*>(q);
+        memset(b.p + b.size, 0x3C, 20 * kMiB - b.size);
+      }
+      EXPECT_TRUE(intact(b, b.size)) << (lose ? "lost" : "refused");
+      EXPECT_GT(roost_test_injected_faults(kMove), before) << "no move was tried";
+    }
+    t_free(b.p);
+  }
+}
+
 // munmap refused: a huge object's free keeps its range (lost, not reused),
 // and a shrinking realloc moves the object instead of cutting it in place.
 TEST(FaultInjection, ARefusedUnmapLosesNothingButTheRange) {

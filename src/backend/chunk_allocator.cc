@@ -487,8 +487,8 @@ struct Moves {
   uintptr_t to = 0;  // where the first goes; each next one follows the last that moved
 };
 
-// Plans a move of the last `n` bytes of the rounded extent (`whole`) of
-// the dirty chunk `d`, taken off `list`.
+// Plans a move of the last `n` bytes (n <= whole) of the rounded extent
+// (`whole`, inside `d`) of the dirty chunk `d`, taken off `list`.
 void plan_move(Moves* moves, DList<ChunkMeta>& list, ChunkMeta* d, size_t whole, size_t n) {
   list.remove(d);
   size_t extent = dirty_extent(d);
@@ -503,11 +503,11 @@ void plan_move(Moves* moves, DList<ChunkMeta>& list, ChunkMeta* d, size_t whole,
 
 // Lock held: plans moves into `m` (just taken) from its dirty extent
 // (rounded up to kMoveUnit) up to `fill` bytes, from dirty chunks of
-// kMoveUnit and up: chunks smaller than `m`, the biggest first (the old
-// generation's before the young one's: they are nearer their purge), each
-// moved whole where it fits (what a program wrote of a buffer lies at its
-// head, and lands at the head of what it fills); what no whole one fills
-// takes the tail of the smallest one seen, of any size, that does not fit.
+// kMoveUnit and up, the biggest first (the old generation's before the
+// young one's: they are nearer their purge), each moved whole where its
+// dirty extent fits what is left to fill (what a program wrote of a buffer
+// lies at its head, and lands at the head of what it fills); what no whole
+// one fills takes the tail of the smallest extent seen that does not fit.
 // Takes the donors off their lists.
 void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
   size_t size = size_t{1} << m->order;
@@ -515,7 +515,7 @@ void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
   size_t want = bits::align_up(fill < size ? fill : size, kMoveUnit);
   moves->to = m->base + at;
   unsigned looked = 0;
-  ChunkMeta* too_big = nullptr;  // the smallest seen, and its list
+  ChunkMeta* too_big = nullptr;  // the smallest extent seen that does not fit, and its list
   DList<ChunkMeta>* too_big_list = nullptr;
   for (unsigned o = kMaxOrder + 1; o-- > config::kMoveBits;) {
     for (DirtyLists* gen : {&g_old, &g_young}) {
@@ -526,7 +526,7 @@ void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
           goto done;
         next = d->next;
         size_t whole = bits::align_up(dirty_extent(d), kMoveUnit);  // inside d
-        if (o < m->order && whole <= want - at) {
+        if (whole <= want - at) {
           plan_move(moves, list, d, whole, whole);
           at += whole;
         } else if (too_big == nullptr || dirty_extent(d) < dirty_extent(too_big)) {
@@ -537,9 +537,11 @@ void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
     }
   }
 done:
-  if (at < want && too_big != nullptr && moves->count < config::kMaxMovesPerChunk)
-    plan_move(moves, *too_big_list, too_big, bits::align_up(dirty_extent(too_big), kMoveUnit),
-              want - at);
+  // (It did not fit when seen, and what is left has only shrunk: n < whole.)
+  if (at < want && too_big != nullptr && moves->count < config::kMaxMovesPerChunk) {
+    size_t whole = bits::align_up(dirty_extent(too_big), kMoveUnit);
+    plan_move(moves, *too_big_list, too_big, whole, whole < want - at ? whole : want - at);
+  }
 }
 
 // Whether the bytes [from, from + n) of the dirty chunk `d` are worth

@@ -40,6 +40,7 @@ std::atomic<size_t> g_allocs{0};
 std::atomic<size_t> g_frees{0};
 std::atomic<size_t> g_huge_bytes{0}, g_huge_objects{0};
 std::atomic<size_t> g_huge_peak_bytes{0}, g_huge_peak_objects{0};
+std::atomic<size_t> g_moved{0};
 
 void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
   g_in_use.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);
@@ -308,6 +309,35 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   return true;
 }
 
+Moved move_into(const ChunkMeta* from, ChunkMeta* to, size_t bytes) {
+  constexpr size_t kUnit = size_t{1} << config::kMoveBits;
+  Moved r{0, false};
+  if (options::get(options::kMovePages) == 0 || huge_pages::active()) return r;
+  size_t whole = bytes & ~(kUnit - 1);
+  while (r.moved < whole) {
+    os::Moved m = os::move_pages(reinterpret_cast<void*>(from->base + r.moved),
+                                 reinterpret_cast<void*>(to->base + r.moved), kUnit);
+    if (m != os::Moved::kMoved) {
+      r.lost = m == os::Moved::kLost;
+      break;
+    }
+    r.moved += kUnit;
+  }
+  if (to->kind == ChunkKind::kLarge) note_dirty(to, r.moved);
+  g_moved.fetch_add(r.moved, std::memory_order_relaxed);
+  return r;
+}
+
+void lose(ChunkMeta* m) {
+  account(-static_cast<ptrdiff_t>(m->large_size), 0, 1);
+  if (m->kind == ChunkKind::kHuge) {
+    account_huge(-static_cast<ptrdiff_t>(m->large_size), -1);
+    pagemap::set_range(m->base, 1, &g_freed_huge_record);
+  } else {
+    pagemap::set_range(m->base, 1, &g_freed_record);
+  }
+}
+
 uintptr_t overwritten(const ChunkMeta* m) {
   if constexpr (!config::kGuardLarge) return 0;
   return large_guard::first_overwritten(m->base, usable(m), m->large_size, canary_key(m));
@@ -320,7 +350,8 @@ Counters counters() {
                   g_huge_bytes.load(std::memory_order_relaxed),
                   g_huge_objects.load(std::memory_order_relaxed),
                   g_huge_peak_bytes.load(std::memory_order_relaxed),
-                  g_huge_peak_objects.load(std::memory_order_relaxed)};
+                  g_huge_peak_objects.load(std::memory_order_relaxed),
+                  g_moved.load(std::memory_order_relaxed)};
 }
 
 void lock_for_fork() { g_lock.lock(); }

@@ -110,6 +110,23 @@ size_t freed_size(const ChunkMeta* m, const void* p);
 // (the secure build's guard page and canary move with its end).
 bool resize_in_place(ChunkMeta* m, size_t new_size);
 
+// realloc's move of an object to a new place without copying its bytes:
+// the first `bytes` (at most either object's usable bytes) of the large or
+// huge object `from` into the one `to`, in whole stretches of
+// 2^config::kMoveBits bytes whose pages the OS moves (ROOST_MOVE_PAGES, and
+// not where huge pages are on); `from` reads as zero where they were.
+// `moved`: how many leading bytes moved (the rest is the caller's to copy).
+// `lost`: a move failed after the OS had unmapped part of `to`, which must
+// not be used (lose() it); what moved before lies in `to` still.
+struct Moved {
+  size_t moved;
+  bool lost;
+};
+Moved move_into(const ChunkMeta* from, ChunkMeta* to, size_t bytes);
+// Forgets the large or huge object `m`, which nobody holds, as free() would
+// but keeping its memory, which is lost to roost (move_into's `lost`).
+void lose(ChunkMeta* m);
+
 struct Counters {
   size_t bytes_in_use;
   size_t allocations;
@@ -119,6 +136,7 @@ struct Counters {
   size_t huge_objects;
   size_t huge_peak_bytes;
   size_t huge_peak_objects;
+  size_t bytes_moved;  // by move_into()
 };
 Counters counters();
 

@@ -256,6 +256,42 @@ ROOST_COMMON_TEXT size_t usable_size(const void* p, const char* where) {
   return large::usable(m);
 }
 
+namespace {
+
+// Forgets the large object `m` (just allocated, not handed out): its
+// memory is lost to roost (large::lose).
+void forget(ChunkMeta* m) {
+  if (m->sample != nullptr) profile::forget(m);
+  large::lose(m);
+}
+
+// realloc's move of the large object `p` (record `m`) to `*q`, just
+// allocated with `size` bytes: the whole stretches of its first `n` bytes
+// move without a copy (large::move_into).  Returns how many leading bytes
+// are in place (the caller copies the rest).  Where a failed move left
+// `*q` unusable, it is forgotten and another object of `size` bytes takes
+// its place, the moved bytes copied in; where none can be had, the moved
+// bytes go back to `p` and SIZE_MAX says so (errno ENOMEM).
+ROOST_NOINLINE size_t move_large(void* p, ChunkMeta* m, void** q, size_t size, size_t n) {
+  ChunkMeta* to = pagemap::lookup(*q);
+  bool large = m->kind == ChunkKind::kLarge || m->kind == ChunkKind::kHuge;
+  if (!large || (to->kind != ChunkKind::kLarge && to->kind != ChunkKind::kHuge)) return 0;
+  large::Moved r = large::move_into(m, to, n);
+  if (!r.lost) return r.moved;
+  void* other = alloc(size);
+  if (other == nullptr) {
+    __builtin_memcpy(p, *q, r.moved);
+    forget(to);
+    return SIZE_MAX;
+  }
+  __builtin_memcpy(other, *q, r.moved);
+  forget(to);
+  *q = other;
+  return r.moved;
+}
+
+}  // namespace
+
 ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
   size_t old = usable_size(p, "realloc");
   ChunkMeta* m = pagemap::lookup(p);
@@ -290,7 +326,10 @@ ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
   }
   void* q = alloc(size);
   if (q == nullptr) return nullptr;
-  __builtin_memcpy(q, p, old < size ? old : size);
+  size_t n = old < size ? old : size;
+  size_t moved = n >> config::kMoveBits != 0 ? move_large(p, m, &q, size, n) : 0;
+  if (moved == SIZE_MAX) return nullptr;  // (p holds its bytes again)
+  __builtin_memcpy(static_cast<char*>(q) + moved, static_cast<char*>(p) + moved, n - moved);
   dealloc(p, "realloc");
   return q;
 }

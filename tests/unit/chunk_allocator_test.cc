@@ -752,3 +752,37 @@ TEST(ChunkAllocator, OfReleasedChunksOfTheSizeTheOneWhoseWrittenPartFitsBestIsTa
   release_all(held);
   chunks::purge_all();
 }
+
+// A released chunk as big as the one being filled, written over less than
+// is left to fill, is moved whole; nothing outside it moves (a tail move
+// past its start would take the pages of whatever lies below it).
+TEST(ChunkAllocator, AReleasedChunkAsBigAsTheOneFilledMovesOnlyItsOwnPages) {
+  ScopedPurgeDelay delay(60000);
+  chunks::purge_all();
+  std::vector<ChunkMeta*> held;
+  std::vector<ChunkMeta*> two = unpaired(25, 2, held);
+  ASSERT_EQ(two.size(), 2u);
+  for (ChunkMeta* h : held) memset(reinterpret_cast<void*>(h->base), 0x77, size_t{1} << 25);
+  uintptr_t a = release_written(two[0], 2 * kMiB, 0xA1);
+  uintptr_t b = release_written(two[1], 2 * kMiB, 0xB2);
+  // One of the two is split for the 16 MiB chunk (2 MiB written), the
+  // other's 2 MiB follow.
+  ChunkMeta* m = chunks::alloc(24, 8 * kMiB);
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->base == a || m->base == b);
+  uintptr_t other = m->base == a ? b : a;
+  unsigned char mine = m->base == a ? 0xA1 : 0xB2, theirs = m->base == a ? 0xB2 : 0xA1;
+  EXPECT_EQ(bytes_at(m->base)[0], mine);
+  EXPECT_EQ(bytes_at(m->base + 2 * kMiB)[0], theirs);
+  EXPECT_EQ(bytes_at(m->base + 4 * kMiB - 1)[0], theirs);
+  EXPECT_EQ(bytes_at(m->base + 4 * kMiB)[0], 0);
+  EXPECT_EQ(bytes_at(other)[0], 0);
+  for (ChunkMeta* h : held)
+    for (size_t at = 0; at < size_t{1} << 25; at += kMiB) {
+      ASSERT_EQ(bytes_at(h->base + at)[0], 0x77) << "a held chunk changed at " << at;
+      ASSERT_EQ(bytes_at(h->base + at + kMiB - 1)[0], 0x77) << "a held chunk changed at " << at;
+    }
+  chunks::release(m, 0);
+  release_all(held);
+  chunks::purge_all();
+}
