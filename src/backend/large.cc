@@ -125,9 +125,9 @@ ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t*
   // Recently freed memory first (the backend keeps it resident for a purge
   // delay), so a program that frees and allocates big buffers in turn does
   // not fault them in again: a chunk of the size, and for big objects the
-  // one written over the most of what this one will use, with other freed
-  // chunks' pages moved in where it falls short (not where they would carry
-  // huge-page advice along).
+  // one whose written part fits what this one will use best, with other
+  // freed chunks' pages moved in where it falls short (not where they would
+  // carry huge-page advice along).
   bool moves =
       order > config::kMoveBits && options::get(options::kMovePages) != 0 && !huge_pages::active();
   ChunkMeta* m = moves ? chunks::alloc(order, usable) : chunks::alloc(order);
@@ -335,6 +335,7 @@ void lose(ChunkMeta* m) {
     pagemap::set_range(m->base, 1, &g_freed_huge_record);
   } else {
     pagemap::set_range(m->base, 1, &g_freed_record);
+    set_kind(m, ChunkKind::kUnused);  // (a live object to no scan of the records)
   }
 }
 

@@ -274,8 +274,10 @@ void forget(ChunkMeta* m) {
 // bytes go back to `p` and SIZE_MAX says so (errno ENOMEM).
 ROOST_NOINLINE size_t move_large(void* p, ChunkMeta* m, void** q, size_t size, size_t n) {
   ChunkMeta* to = pagemap::lookup(*q);
-  bool large = m->kind == ChunkKind::kLarge || m->kind == ChunkKind::kHuge;
-  if (!large || (to->kind != ChunkKind::kLarge && to->kind != ChunkKind::kHuge)) return 0;
+  auto is_large = [](const ChunkMeta* c) {
+    return c->kind == ChunkKind::kLarge || c->kind == ChunkKind::kHuge;
+  };
+  if (!is_large(m) || !is_large(to)) return 0;
   large::Moved r = large::move_into(m, to, n);
   if (!r.lost) return r.moved;
   void* other = alloc(size);
