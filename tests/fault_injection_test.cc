@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "roost.h"
+#include "support.h"
 
 extern "C" void roost_test_inject_faults(int kind, long first, long count);
 extern "C" long roost_test_injected_faults(int kind);
@@ -264,6 +265,8 @@ TEST(FaultInjection, ARefusedMoveOfReleasedPagesLeavesTheObjectZeroed) {
   const char* delay = getenv("ROOST_PURGE_DELAY");
   if (delay == nullptr || strcmp(delay, "0") == 0)
     GTEST_SKIP() << "released memory is purged at once (ROOST_PURGE_DELAY)";
+  if (!roost_test::kernel_moves_pages())
+    GTEST_SKIP() << "this kernel does not move pages (MREMAP_DONTUNMAP)";
   // Two released large objects written whole (4 MiB chunks), nothing dirty
   // as big as the 12 MiB object asked for next (a 16 MiB chunk).
   // (A 64 MiB object made and freed first leaves room in the regions, so
@@ -313,6 +316,8 @@ TEST(FaultInjection, ARefusedMoveOfReleasedPagesLeavesTheObjectZeroed) {
 // mapped again either, the new object is lost to roost and another takes
 // its place (or realloc fails with ENOMEM, the old object intact).
 TEST(FaultInjection, ARefusedMoveOfAReallocatedObjectCopiesItInstead) {
+  if (!roost_test::kernel_moves_pages())
+    GTEST_SKIP() << "this kernel does not move pages (MREMAP_DONTUNMAP)";
   uint64_t id = 900;
   for (bool lose : {false, true}) {
     // Room in the regions for two objects of the new size (no new region

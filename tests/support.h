@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,6 +119,25 @@ inline bool env_option_on(const char* name, bool dflt) {
   for (const char* off : {"0", "off", "false", "no"})
     if (strcasecmp(e, off) == 0) return false;
   return true;
+}
+
+// Does the kernel move pages as roost's ROOST_MOVE_PAGES needs (mremap
+// with MREMAP_DONTUNMAP, Linux 5.7 and later), leaving the range they left
+// mapped?  (qemu-user moves them but takes that range for unmapped.)  The
+// same scratch move roost tries before its first.
+inline bool kernel_moves_pages() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  auto* first = static_cast<volatile char*>(m);
+  volatile char* second = first + page;
+  first[0] = 1;
+  unsigned char in = 0;
+  bool ok = mremap(m, page, page, MREMAP_MAYMOVE | MREMAP_FIXED | 4 /* MREMAP_DONTUNMAP */,
+                   const_cast<char*>(second)) == second &&
+            mincore(m, page, &in) == 0 && second[0] == 1 && first[0] == 0;
+  munmap(m, 2 * page);
+  return ok;
 }
 
 // Is full offload (ROOST_OFFLOAD=1, which needs the service) in force?  Its

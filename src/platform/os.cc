@@ -134,11 +134,32 @@ ROOST_COMMON_TEXT bool purge(void* p, size_t size, bool zero) {
 #endif
 
 namespace {
-// Cleared when the kernel says it does not know MREMAP_DONTUNMAP.
-std::atomic<bool> g_move_known{true};
+// Whether moves work: -1 not tried yet, 1 yes, 0 no (the kernel does not
+// know MREMAP_DONTUNMAP, or the first try found them wrong).
+std::atomic<int> g_moves_work{-1};
 
 // Is every page of [p, p+size) mapped?  (msync says ENOMEM where one is not.)
 bool mapped(void* p, size_t size) { return msync(p, size, MS_ASYNC) == 0 || errno != ENOMEM; }
+
+// Whether pages move as move_pages() says: a scratch page moved onto the
+// next one must leave its own range mapped (mincore answers for it) and
+// reading as zero.  qemu-user moves the pages but takes the range they
+// left for unmapped in its own map of the program's memory, and would hand
+// it out again: no moves there.
+bool moves_work() {
+  const size_t page = page_size();
+  void* scratch = mmap(nullptr, 2 * page, kProt, kFlags, -1, 0);
+  if (scratch == MAP_FAILED) return false;
+  auto* first = static_cast<volatile char*>(scratch);
+  volatile char* second = first + page;
+  first[0] = 1;
+  unsigned char in = 0;
+  bool ok = mremap(scratch, page, page, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                   const_cast<char*>(second)) == second &&
+            mincore(scratch, page, &in) == 0 && second[0] == 1 && first[0] == 0;
+  munmap(scratch, 2 * page);
+  return ok;
+}
 }  // namespace
 
 bool resident(const void* p) {
@@ -149,10 +170,20 @@ bool resident(const void* p) {
   return ok && (in & 1) != 0;
 }
 
+bool can_move_pages() {
+  // relaxed: a fact about the kernel, the same whoever finds it first.
+  int works = g_moves_work.load(std::memory_order_relaxed);
+  if (works < 0) {
+    int saved = errno;
+    works = moves_work() ? 1 : 0;
+    errno = saved;
+    g_moves_work.store(works, std::memory_order_relaxed);
+  }
+  return works != 0;
+}
+
 Moved move_pages(void* from, void* to, size_t size) {
-  // relaxed: a hint that saves a failing system call, set once.
-  if (!page_aligned(from) || !page_aligned(to) || !g_move_known.load(std::memory_order_relaxed))
-    return Moved::kRefused;
+  if (!page_aligned(from) || !page_aligned(to) || !can_move_pages()) return Moved::kRefused;
   size = whole_pages(size);
   int saved = errno;
   void* p;
@@ -168,7 +199,7 @@ Moved move_pages(void* from, void* to, size_t size) {
     return Moved::kMoved;
   }
   // relaxed: as above.
-  if (p == MAP_FAILED && errno == EINVAL) g_move_known.store(false, std::memory_order_relaxed);
+  if (p == MAP_FAILED && errno == EINVAL) g_moves_work.store(0, std::memory_order_relaxed);
   // A kernel may unmap the destination before it fails: take the range
   // back, never over a mapping someone made there meanwhile.
   Moved result = Moved::kRefused;

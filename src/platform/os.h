@@ -77,9 +77,13 @@ enum class Moved {
 // whole; each moved range may become a mapping of its own (so a caller
 // bounds the distinct ranges it creates: vm.max_map_count), and kernels
 // before 6.17 refuse a `from` that spans two mappings (after unmapping
-// `to`).  Refused where the kernel does not know how (remembered: later
-// calls fail at once).
+// `to`).  Refused where the kernel does not know how, or where the first
+// call finds that a scratch move leaves its source unmapped (qemu-user):
+// later calls are refused at once.
 Moved move_pages(void* from, void* to, size_t size);
+// Whether move_pages() can move pages here (the scratch move above, tried
+// once).
+bool can_move_pages();
 
 // Whether the kernel gives transparent huge pages of 2 MiB
 // (config::kHugePageBits) to the ranges a process asks for them (THP mode

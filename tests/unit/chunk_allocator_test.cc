@@ -641,6 +641,7 @@ const unsigned char* bytes_at(uintptr_t a) { return reinterpret_cast<const unsig
 // each whole (the bigger first), its head at a 2 MiB boundary, no byte
 // copied.  The two read as zero after, and are clean (not counted dirty).
 TEST(ChunkAllocator, TheWrittenPagesOfSmallerReleasedChunksAreMovedIntoABigOne) {
+  if (!os::can_move_pages()) GTEST_SKIP() << "this kernel does not move pages (MREMAP_DONTUNMAP)";
   ScopedPurgeDelay delay(60000);
   chunks::purge_all();
   std::vector<ChunkMeta*> held;
@@ -673,6 +674,7 @@ TEST(ChunkAllocator, TheWrittenPagesOfSmallerReleasedChunksAreMovedIntoABigOne) 
 // a whole released 4 MiB chunk, and the last 2 MiB of an 8 MiB one that
 // does not fit whole, which keeps the rest of its written head.
 TEST(ChunkAllocator, AMoveTakesTheTailOfAChunkTooBigForWhatIsLeftToFill) {
+  if (!os::can_move_pages()) GTEST_SKIP() << "this kernel does not move pages (MREMAP_DONTUNMAP)";
   ScopedPurgeDelay delay(60000);
   chunks::purge_all();
   std::vector<ChunkMeta*> held;
@@ -757,6 +759,7 @@ TEST(ChunkAllocator, OfReleasedChunksOfTheSizeTheOneWhoseWrittenPartFitsBestIsTa
 // is left to fill, is moved whole; nothing outside it moves (a tail move
 // past its start would take the pages of whatever lies below it).
 TEST(ChunkAllocator, AReleasedChunkAsBigAsTheOneFilledMovesOnlyItsOwnPages) {
+  if (!os::can_move_pages()) GTEST_SKIP() << "this kernel does not move pages (MREMAP_DONTUNMAP)";
   ScopedPurgeDelay delay(60000);
   chunks::purge_all();
   std::vector<ChunkMeta*> held;
