@@ -160,7 +160,7 @@ void take(Snapshot& s) {
   out.allocators = pool::allocators_created();
   out.slabs_adopted = adoption::adopted();
   out.bytes_purged = chunks::purged_bytes();
-  out.bytes_moved = chunks::moved_bytes() + lc.bytes_moved;
+  out.bytes_moved = chunks::moved_bytes();
   out.purge_delay_ms = chunks::purge_delay_now_ns() / 1000000u;
   service::Counters sc = service::counters();
   out.service_running = sc.running ? 1 : 0;

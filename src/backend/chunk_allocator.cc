@@ -472,8 +472,7 @@ ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool
 // ---- moving released pages into a chunk handed out (config::kMoveBits) ----
 
 constexpr size_t kMoveUnit = size_t{1} << config::kMoveBits;
-std::atomic<size_t> g_moved{0};       // bytes moved since start
-std::atomic<size_t> g_lost_bytes{0};  // chunks lost to a failed move
+std::atomic<size_t> g_moved{0};  // bytes moved since start (move())
 
 // The moves planned for one chunk: from each donor (a dirty chunk in
 // transit) the last `bytes` of its dirty extent rounded up to kMoveUnit,
@@ -562,12 +561,10 @@ bool worth_moving(const ChunkMeta* d, uintptr_t from, size_t n) {
 }
 
 // Carries out `moves` into `m` with only the purge lock held (which keeps
-// fork and malloc_trim waiting while the donors are in transit), one
-// kMoveUnit at a time (each within one kernel mapping: the kernels before
-// 6.17 move none that spans two, and the boundaries moves and huge-page
-// advice make lie on the unit), then puts the donors back (dirty with what
-// they kept, or clean) and sets `m`'s dirty extent.  The first move the OS
-// refuses ends the moves (a donor moved in part keeps its whole extent).
+// fork and malloc_trim waiting while the donors are in transit), then puts
+// the donors back (dirty with what they kept, or clean) and sets `m`'s
+// dirty extent.  The first move the OS refuses ends the moves (a donor
+// moved in part keeps its whole extent).
 // Returns `m`, or nullptr when a failed move took part of it from roost:
 // the chunk is lost, and the caller takes another.
 ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
@@ -577,19 +574,13 @@ ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
   for (unsigned i = 0; i < moves->count && r == os::Moved::kMoved; i++) {
     size_t n = moves->bytes[i];
     if (!worth_moving(moves->donor[i], moves->from[i], n)) continue;
-    size_t done = 0;
-    for (; done < n && r == os::Moved::kMoved; done += kMoveUnit) {
-      r = os::move_pages(reinterpret_cast<void*>(moves->from[i] + done),
-                         reinterpret_cast<void*>(to), kMoveUnit);
-      if (r != os::Moved::kMoved) break;
-      to += kMoveUnit;
-      moved += kMoveUnit;
-    }
+    size_t done = move(moves->from[i], to, n, &r);
+    to += done;
+    moved += done;
     if (done == n) moves->donor[i]->dirty_pages = moves->kept_pages[i];
   }
   // Up to `to`, m may hold old bytes.
   if (moved != 0) m->dirty_pages = static_cast<uint32_t>((to - m->base) >> config::kMinPageBits);
-  g_moved.fetch_add(moved, std::memory_order_relaxed);
   LockGuard guard(g_lock);
   for (unsigned i = 0; i < moves->count; i++) {
     ChunkMeta* d = moves->donor[i];
@@ -604,7 +595,6 @@ ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
   size_t size = size_t{1} << m->order;
   g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
   g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
-  g_lost_bytes.fetch_add(size, std::memory_order_relaxed);
   return nullptr;
 }
 
@@ -641,6 +631,19 @@ std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
 }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
+
+size_t move(uintptr_t from, uintptr_t to, size_t bytes, os::Moved* result) {
+  size_t done = 0;
+  *result = os::Moved::kMoved;
+  while (done < bytes) {
+    *result = os::move_pages(reinterpret_cast<void*>(from + done),
+                             reinterpret_cast<void*>(to + done), kMoveUnit);
+    if (*result != os::Moved::kMoved) break;
+    done += kMoveUnit;
+  }
+  g_moved.fetch_add(done, std::memory_order_relaxed);
+  return done;
+}
 
 ChunkMeta* alloc(unsigned order, size_t fill) {
   if (order <= config::kMoveBits || reserved_bytes() > config::kMoveMaxReservedBytes)
@@ -734,7 +737,6 @@ size_t dirty_cap() {
 }
 size_t purged_bytes() { return g_purged.load(std::memory_order_relaxed); }
 size_t moved_bytes() { return g_moved.load(std::memory_order_relaxed); }
-size_t lost_bytes() { return g_lost_bytes.load(std::memory_order_relaxed); }
 size_t chunks_out() { return g_chunks_out.load(std::memory_order_relaxed); }
 
 void lock_for_fork() {

@@ -21,6 +21,7 @@
 
 #include "backend/chunk_meta.h"
 #include "config.h"
+#include "platform/os.h"
 
 namespace roost::chunks {
 
@@ -51,6 +52,17 @@ ChunkMeta* alloc(unsigned order);
 // they read as zero (its dirty_pages then covers them): config::kMoveBits
 // says when.
 ChunkMeta* alloc(unsigned order, size_t fill);
+
+// Moves the pages of [from, from + bytes) to [to, to + bytes) (`bytes` a
+// multiple of 2^config::kMoveBits, both ranges roost's and apart), one such
+// stretch at a time: each lies within one kernel mapping (kernels before
+// 6.17 move none that spans two, and the mappings moves and huge-page
+// advice make begin and end on the stretch), and is moved whole by the
+// page table where both ends are aligned to it.  Stops at the first
+// stretch the OS refuses.  Returns the bytes moved, and in *result the OS's
+// answer to the last try (os::move_pages: kLost means `to` past what moved
+// is no longer all roost's).
+size_t move(uintptr_t from, uintptr_t to, size_t bytes, os::Moved* result);
 
 // A released, unpurged chunk of 2^order bytes, split from one of at most
 // 2^max_order bytes; nullptr if there is none.
@@ -146,8 +158,7 @@ size_t bytes_out();       // bytes in chunks handed out (not in free lists)
 size_t dirty_bytes();     // bytes released but not purged yet (resident)
 size_t dirty_cap();       // dirty bytes purged at once beyond: bytes_out(), a floor at least
 size_t purged_bytes();    // bytes purged since start
-size_t moved_bytes();     // bytes moved into chunks handed out since start (alloc(order, fill))
-size_t lost_bytes();      // bytes of chunks lost to moves the OS failed
+size_t moved_bytes();     // bytes move() moved since start
 size_t chunks_out();
 
 void lock_for_fork();

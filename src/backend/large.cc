@@ -40,7 +40,6 @@ std::atomic<size_t> g_allocs{0};
 std::atomic<size_t> g_frees{0};
 std::atomic<size_t> g_huge_bytes{0}, g_huge_objects{0};
 std::atomic<size_t> g_huge_peak_bytes{0}, g_huge_peak_objects{0};
-std::atomic<size_t> g_moved{0};
 
 void account(ptrdiff_t bytes, size_t allocs, size_t frees) {
   g_in_use.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed);
@@ -310,22 +309,12 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
 }
 
 Moved move_into(const ChunkMeta* from, ChunkMeta* to, size_t bytes) {
-  constexpr size_t kUnit = size_t{1} << config::kMoveBits;
-  Moved r{0, false};
-  if (options::get(options::kMovePages) == 0 || huge_pages::active()) return r;
-  size_t whole = bytes & ~(kUnit - 1);
-  while (r.moved < whole) {
-    os::Moved m = os::move_pages(reinterpret_cast<void*>(from->base + r.moved),
-                                 reinterpret_cast<void*>(to->base + r.moved), kUnit);
-    if (m != os::Moved::kMoved) {
-      r.lost = m == os::Moved::kLost;
-      break;
-    }
-    r.moved += kUnit;
-  }
-  if (to->kind == ChunkKind::kLarge) note_dirty(to, r.moved);
-  g_moved.fetch_add(r.moved, std::memory_order_relaxed);
-  return r;
+  if (options::get(options::kMovePages) == 0 || huge_pages::active()) return Moved{0, false};
+  os::Moved last;
+  size_t whole = bytes & ~((size_t{1} << config::kMoveBits) - 1);
+  size_t moved = chunks::move(from->base, to->base, whole, &last);
+  if (to->kind == ChunkKind::kLarge) note_dirty(to, moved);
+  return Moved{moved, last == os::Moved::kLost};
 }
 
 void lose(ChunkMeta* m) {
@@ -351,8 +340,7 @@ Counters counters() {
                   g_huge_bytes.load(std::memory_order_relaxed),
                   g_huge_objects.load(std::memory_order_relaxed),
                   g_huge_peak_bytes.load(std::memory_order_relaxed),
-                  g_huge_peak_objects.load(std::memory_order_relaxed),
-                  g_moved.load(std::memory_order_relaxed)};
+                  g_huge_peak_objects.load(std::memory_order_relaxed)};
 }
 
 void lock_for_fork() { g_lock.lock(); }

@@ -136,7 +136,6 @@ struct Counters {
   size_t huge_objects;
   size_t huge_peak_bytes;
   size_t huge_peak_objects;
-  size_t bytes_moved;  // by move_into()
 };
 Counters counters();
 
