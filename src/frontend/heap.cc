@@ -266,7 +266,8 @@ void forget(ChunkMeta* m) {
 }
 
 // realloc's move of the large object `p` (record `m`) to `*q`, just
-// allocated with `size` bytes: the whole stretches of its first `n` bytes
+// allocated with `size` bytes (both large or huge: they hold `n` bytes, 2 MiB
+// or more, beyond any size class): the whole stretches of its first `n` bytes
 // move without a copy (large::move_into).  Returns how many leading bytes
 // are in place (the caller copies the rest).  Where a failed move left
 // `*q` unusable, it is forgotten and another object of `size` bytes takes
@@ -274,10 +275,6 @@ void forget(ChunkMeta* m) {
 // bytes go back to `p` and SIZE_MAX says so (errno ENOMEM).
 ROOST_NOINLINE size_t move_large(void* p, ChunkMeta* m, void** q, size_t size, size_t n) {
   ChunkMeta* to = pagemap::lookup(*q);
-  auto is_large = [](const ChunkMeta* c) {
-    return c->kind == ChunkKind::kLarge || c->kind == ChunkKind::kHuge;
-  };
-  if (!is_large(m) || !is_large(to)) return 0;
   large::Moved r = large::move_into(m, to, n);
   if (!r.lost) return r.moved;
   void* other = alloc(size);
