@@ -227,6 +227,7 @@ FreeObject* Allocator::wait_for_mail(unsigned sc) {
         messenger_.count_wait(true);
         return list;
       }
+      Backpressure::Hungry::call();  // nothing of its class came: ask again
     }
     if (os::now_ns() > until) break;
     if (round % config::kBackpressureSpinsPerYield == 0)
@@ -272,7 +273,7 @@ ROOST_COMMON_TEXT void Allocator::free_remote(ChunkMeta* m, void* p, const char*
 }
 
 ROOST_COMMON_TEXT void Allocator::after_stretch() {
-  if (messenger_.stretch_ended() || Backpressure::anyone_hungry()) post_and_visit();
+  if (messenger_.stretch_ended() || backpressure_.answer_call()) post_and_visit();
 }
 
 ROOST_COMMON_TEXT void Allocator::post_and_visit() {

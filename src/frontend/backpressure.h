@@ -1,9 +1,12 @@
 // frontend/backpressure.h — the allocator as back-pressure (BatchIt §5.2):
 // a thread whose objects other threads free, and that holds more than its
 // budget of slabs, waits a moment for its objects to come home before it
-// takes fresh memory; while it waits it is hungry, and the threads holding
-// its objects post them sooner (they look at the hunger each stretch of
-// their outbox, frontend/outbox.h).
+// takes fresh memory; while it waits it is hungry and calls for its objects,
+// and the threads holding them answer each call with one early post (they
+// look for calls at the end of each stretch of their outbox,
+// frontend/outbox.h).  A waiter whose mail brought nothing of its class
+// calls again.  One answer per call, not a post per stretch while the wait
+// lasts: a wait that the first post feeds costs the senders one post.
 //
 // A producer that outruns its consumers thus runs at their pace instead of
 // carving memory for the queue between them.  The budget adapts: a wait
@@ -23,6 +26,7 @@
 #include <cstdint>
 
 #include "config.h"
+#include "ds/bits.h"
 
 namespace roost {
 
@@ -72,19 +76,38 @@ class Backpressure {
 
   uint64_t budget() const { return budget_; }
 
-  // While an allocator waits, it is hungry: senders post early.
+  // While an allocator waits, it is hungry: it calls for its objects as
+  // it starts, and again (call()) when its mail brought nothing it needs.
   class Hungry {
    public:
-    // Relaxed: a hint that makes senders post sooner; the waiter looks at
-    // its inbox itself (a post it misses costs it a stretch's delay).
-    Hungry() { g_hungry.fetch_add(1, std::memory_order_relaxed); }
+    // Relaxed, all: hints that make senders post sooner; the waiter looks
+    // at its inbox itself (an answer it misses costs it a stretch's delay,
+    // a lost call at most the wait's bound).
+    Hungry() {
+      g_hungry.fetch_add(1, std::memory_order_relaxed);
+      call();
+    }
     ~Hungry() { g_hungry.fetch_sub(1, std::memory_order_relaxed); }
     Hungry(const Hungry&) = delete;
     Hungry& operator=(const Hungry&) = delete;
+    static void call() {
+      // Relaxed: a hint, as above.
+      g_calls.fetch_add(1, std::memory_order_relaxed);
+    }
   };
-  // Does any allocator wait for its objects now?  (A sender's look, once a
-  // stretch of its outbox: one load of a line written only as waits start
-  // and end.)  Relaxed: the hint Hungry counts; a stale answer delays a post.
+  // The sender's look, once a stretch of its outbox: is an allocator
+  // waiting with a call this one has not answered?  Then it is answered
+  // now: the caller posts.  One load of a line written only as waits
+  // start, call and end, and a second while one waits.  Relaxed: a stale
+  // answer delays a post or adds one.
+  bool answer_call() {
+    if (ROOST_LIKELY(g_hungry.load(std::memory_order_relaxed) == 0)) return false;
+    uint32_t calls = g_calls.load(std::memory_order_relaxed);
+    if (calls == answered_) return false;
+    answered_ = calls;
+    return true;
+  }
+  // Does any allocator wait for its objects now?  Relaxed: a hint, as above.
   static bool anyone_hungry() { return g_hungry.load(std::memory_order_relaxed) != 0; }
   // A forked child has only the thread that forked, which was not waiting
   // (relaxed: the child has one thread).
@@ -92,9 +115,12 @@ class Backpressure {
 
  private:
   static inline std::atomic<uint32_t> g_hungry{0};
+  // Calls made so far (wrapping): a sender answers each once.
+  static inline std::atomic<uint32_t> g_calls{0};
 
   uint64_t budget_ = config::kBackpressureStartBytes;
   uint64_t received_before_ = 0;
+  uint32_t answered_ = 0;  // the last call this allocator answered (answer_call)
   bool on_ = false;
   bool fixed_ = false;
 };

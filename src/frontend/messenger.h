@@ -82,7 +82,8 @@ class Messenger {
   // (`cache`) or alone, and charges.  Both say whether a stretch of the
   // outbox's room ended: the caller then asks stretch_ended(), and post()s
   // (and receives) when it says the outbox is full, or when another thread
-  // waits for its objects (Backpressure::anyone_hungry()).
+  // waits for its objects with a call this sender has not answered
+  // (Backpressure::answer_call()).
   ROOST_INLINE RemoteCache::Entry* lane(unsigned sc) const { return remote_cache_.lane(sc); }
   ROOST_INLINE void append(RemoteCache::Entry* e, void* p) {
     remote_cache_.append(e, static_cast<FreeObject*>(p));

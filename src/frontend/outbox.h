@@ -62,7 +62,7 @@ class Outbox {
   // still take before the sender looks at it again.  The limit
   // (ROOST_OUTBOX_BYTES) is charged in 2^kStretchBits stretches, so that
   // the sender looks a few times before it is full: at a stretch's end it
-  // posts early if another thread waits for its objects
+  // posts early to answer a waiting thread's call for its objects
   // (frontend/backpressure.h).  A long outbox makes long batches, and
   // posting cheap per object; the stretches keep what a waiting thread
   // waits for to a stretch's worth.  Charging `bytes` says

@@ -5,9 +5,13 @@
 // slab is cached (a local append), else takes a way of its set, evicting
 // one batch if the set is full.  An evicted batch goes to the outbox as one
 // message, which its owner splices into the slab in constant time
-// (ds/slab_batch.h).  Sets are chosen by a multiply-shift hash of the slab's
-// metadata address.  Eviction policy (config::kBatchItEviction): the way
-// holding the most objects (the BatchIt paper's), or the least recently used.
+// (ds/slab_batch.h).  A slab's set is its size class, offset by a
+// multiply-shift hash of its owner: one owner's slabs of different classes
+// (a consumer freeing objects of many sizes from one producer) take
+// different sets and never evict each other, and different owners' slabs
+// of one class (many producers of one size) spread over the sets.
+// Eviction policy (config::kBatchItEviction): the way holding the most
+// objects (the BatchIt paper's), or the least recently used.
 //
 // Each size class has a lane: the way its latest add used.  A free whose
 // slab is its class's lane's finds the batch with no hashing, also when
@@ -176,10 +180,15 @@ class RemoteCache {
     }
   }
 
+  // A slab's set (looked up on a lane miss only).  The owner is read as
+  // the free fast path reads it, racing a change of owner (adoption), which
+  // at worst puts the slab's batch in another set.
   static unsigned set_of(const ChunkMeta* m) {
     if constexpr (config::kBatchItSetBits == 0) return 0;
-    uint64_t key = reinterpret_cast<uintptr_t>(m) >> 6;  // records are 64-byte lines
-    return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ull) >> (64 - config::kBatchItSetBits));
+    uint64_t key = reinterpret_cast<uintptr_t>(chunk_owner(m));
+    unsigned spread =
+        static_cast<unsigned>((key * 0x9E3779B97F4A7C15ull) >> (64 - config::kBatchItSetBits));
+    return (m->sizeclass + spread) & (kSets - 1);
   }
 
  private:

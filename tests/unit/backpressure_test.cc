@@ -101,4 +101,24 @@ TEST(Backpressure, HungerLastsWhileAWaitDoes) {
   EXPECT_FALSE(Backpressure::anyone_hungry());
 }
 
+// Each call for objects gets one early post from each sender: a sender
+// answers a call once, whatever the stretches it ends while the wait
+// lasts, and a waiter that calls again is answered again.
+TEST(Backpressure, EachSenderAnswersEachCallOnce) {
+  Backpressure first, second;
+  EXPECT_FALSE(first.answer_call());  // nobody waits
+  {
+    Backpressure::Hungry waiting;
+    EXPECT_TRUE(first.answer_call());
+    EXPECT_FALSE(first.answer_call());  // answered: no post per stretch
+    EXPECT_TRUE(second.answer_call());  // another sender answers it too
+    Backpressure::Hungry::call();       // its mail brought nothing it needs
+    EXPECT_TRUE(first.answer_call());
+    EXPECT_FALSE(first.answer_call());
+    EXPECT_TRUE(second.answer_call());
+  }
+  Backpressure::Hungry::call();       // (a call made as a wait ends)
+  EXPECT_FALSE(first.answer_call());  // nobody waits any more
+}
+
 }  // namespace

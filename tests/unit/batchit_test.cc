@@ -109,12 +109,27 @@ TEST(SlabBatch, EveryClassFitsTheBatchWord) {
 
 namespace {
 
-// Slab records that all land in set 0 of the cache (records are 64-byte
-// aligned; the cache hashes their addresses).
+// Slab records of every class and of many owners (made-up allocator
+// addresses, never followed): the cache's set is a slab's class, offset by
+// a hash of its owner.
+std::vector<ChunkMeta> records(size_t n) {
+  std::vector<ChunkMeta> pool(n);
+  for (size_t i = 0; i < n; i++) {
+    pool[i].sizeclass = static_cast<uint8_t>(i % sizeclass::kCount);
+    pool[i].owner = reinterpret_cast<void*>(uintptr_t{0x10000} * (i / sizeclass::kCount + 1));
+  }
+  return pool;
+}
+
+// Records of `pool` that all land in set 0 of the cache, each of a class
+// none of the others has (so each has a lane of its own).
 std::vector<ChunkMeta*> colliding_records(std::vector<ChunkMeta>& pool, size_t want) {
   std::vector<ChunkMeta*> out;
+  std::vector<bool> class_taken(sizeclass::kCount);
   for (ChunkMeta& m : pool) {
-    if (RemoteCache::set_of(&m) == 0) out.push_back(&m);
+    if (RemoteCache::set_of(&m) != 0 || class_taken[m.sizeclass]) continue;
+    class_taken[m.sizeclass] = true;
+    out.push_back(&m);
     if (out.size() == want) break;
   }
   return out;
@@ -156,23 +171,21 @@ TEST(RemoteCache, FreesOfOneSlabJoinOneBatch) {
 // lane holds another slab does not.
 TEST(RemoteCache, EachClassKeepsItsLane) {
   RemoteCache cache;
-  // Three records in three sets (no evictions).
-  std::vector<ChunkMeta> pool(64);
+  // Three records of classes 3, 7 and 3 in three sets (no evictions).
+  std::vector<ChunkMeta> pool = records(64 * sizeclass::kCount);
+  const unsigned classes[3] = {3, 7, 3};
   std::vector<ChunkMeta*> picked;
   std::vector<bool> seen(RemoteCache::kSets);
   for (ChunkMeta& m : pool) {
-    if (picked.size() < 3 && !seen[RemoteCache::set_of(&m)]) {
-      seen[RemoteCache::set_of(&m)] = true;
-      picked.push_back(&m);
-    }
+    if (picked.size() == 3) break;
+    if (m.sizeclass != classes[picked.size()] || seen[RemoteCache::set_of(&m)]) continue;
+    seen[RemoteCache::set_of(&m)] = true;
+    picked.push_back(&m);
   }
   ASSERT_EQ(picked.size(), 3u);
   ChunkMeta& a = *picked[0];
   ChunkMeta& b = *picked[1];
   ChunkMeta& c = *picked[2];
-  a.sizeclass = 3;
-  b.sizeclass = 7;
-  c.sizeclass = 3;
   Objects o;
   RemoteCache::Batch evicted;
   EXPECT_FALSE(cache.add_to_lane(&a, o[0]));  // nothing cached yet
@@ -203,7 +216,7 @@ TEST(RemoteCache, EachClassKeepsItsLane) {
 // A full set evicts to make room: the way holding the most objects (or, in
 // an LRU build, the least recently used one).
 TEST(RemoteCache, AFullSetEvictsOneWay) {
-  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta> pool = records(4096);
   std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 1);
   ASSERT_EQ(slabs.size(), RemoteCache::kWays + 1) << "no records collide in set 0";
   RemoteCache cache;
@@ -239,10 +252,9 @@ TEST(RemoteCache, AFullSetEvictsOneWay) {
 // slab of its set needs it.  An empty way is taken before one holding a
 // batch is evicted, and gives up nothing.
 TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
-  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta> pool = records(4096);
   std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 1);
   ASSERT_EQ(slabs.size(), RemoteCache::kWays + 1) << "no records collide in set 0";
-  for (size_t k = 0; k < slabs.size(); k++) slabs[k]->sizeclass = static_cast<uint8_t>(k);
   RemoteCache cache;
   Objects o;
   RemoteCache::Batch evicted;
@@ -254,8 +266,8 @@ TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
   EXPECT_EQ(batches, RemoteCache::kWays);
   // Kept: the lanes still lead to the (empty) ways.
   for (size_t k = 0; k < RemoteCache::kWays; k++) {
-    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->slab, slabs[k]);
-    EXPECT_EQ(cache.lane(static_cast<unsigned>(k))->objects(), 0u);
+    EXPECT_EQ(cache.lane(slabs[k]->sizeclass)->slab, slabs[k]);
+    EXPECT_EQ(cache.lane(slabs[k]->sizeclass)->objects(), 0u);
   }
   EXPECT_TRUE(cache.add_to_lane(slabs[0], o[next++]));
   // The newcomer takes an empty way, and no batch comes out.
@@ -284,8 +296,35 @@ TEST(RemoteCache, APostKeepsTheWaysThatHadBatches) {
   EXPECT_FALSE(cache.add_to_lane(slabs.back(), o[next++]));
 }
 
+// One owner's slabs of as many classes as the cache has sets take a set
+// each: a thread freeing objects of many sizes from one other thread (a
+// consumer of one producer) evicts no batch for want of a way.
+TEST(RemoteCache, OneOwnersSlabsOfDifferentClassesTakeSetsOfTheirOwn) {
+  static_assert(RemoteCache::kSets <= sizeclass::kCount);
+  std::vector<ChunkMeta> pool(2 * RemoteCache::kSets);
+  for (size_t i = 0; i < pool.size(); i++) {
+    pool[i].owner = reinterpret_cast<void*>(uintptr_t{0x7f0000});  // one owner
+    pool[i].sizeclass = static_cast<uint8_t>(i % RemoteCache::kSets);
+  }
+  std::vector<bool> seen(RemoteCache::kSets);
+  for (size_t i = 0; i < RemoteCache::kSets; i++) {
+    unsigned set = RemoteCache::set_of(&pool[i]);
+    EXPECT_FALSE(seen[set]) << "classes " << i << " and another share set " << set;
+    seen[set] = true;
+  }
+  // Two slabs of each class (an old one and its successor): a set's two
+  // ways hold both.
+  RemoteCache cache;
+  Objects o;
+  RemoteCache::Batch evicted;
+  for (size_t i = 0; i < pool.size(); i++) EXPECT_FALSE(cache.add(&pool[i], o[i], &evicted)) << i;
+  size_t batches = 0;
+  cache.flush([&](const RemoteCache::Batch&) { batches++; }, false);
+  EXPECT_EQ(batches, pool.size());
+}
+
 TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
-  std::vector<ChunkMeta> pool(256);
+  std::vector<ChunkMeta> pool = records(256);
   RemoteCache cache;
   Objects o;
   RemoteCache::Batch evicted;
@@ -311,7 +350,7 @@ TEST(RemoteCache, DifferentSetsDoNotEvictEachOther) {
 // out holds exactly the objects added for its slab since its last batch, in
 // reverse order of freeing, and no object is lost or doubled.
 TEST(RemoteCache, EveryBatchHoldsExactlyItsSlabsObjects) {
-  std::vector<ChunkMeta> pool(4096);
+  std::vector<ChunkMeta> pool = records(4096);
   std::vector<ChunkMeta*> slabs = colliding_records(pool, RemoteCache::kWays + 2);
   ASSERT_EQ(slabs.size(), RemoteCache::kWays + 2) << "no records collide in set 0";
   RemoteCache cache;
