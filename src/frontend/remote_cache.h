@@ -181,8 +181,9 @@ class RemoteCache {
   }
 
   // A slab's set (looked up on a lane miss only).  The owner is read as
-  // the free fast path reads it, racing a change of owner (adoption), which
-  // at worst puts the slab's batch in another set.
+  // the free fast path reads it, racing a change of owner (adoption); a slab
+  // whose owner changed while a batch of it was cached may start a second
+  // batch in another set, and each goes home as a message of its own.
   static unsigned set_of(const ChunkMeta* m) {
     if constexpr (config::kBatchItSetBits == 0) return 0;
     uint64_t key = reinterpret_cast<uintptr_t>(chunk_owner(m));
