@@ -10,14 +10,16 @@
 # the debug and tsan trees a second time with ROOST_OFFLOAD=1, and the four
 # fuzz binaries for FUZZ_TEST_SECONDS each (about a minute) on a temporary
 # copy of the seeds (`make test-fuzz`), and the AArch64 tree's emulated
-# tests (`make test-aarch64`).
+# tests (`make test-aarch64`): every part even when one fails, then one
+# summary.  `make test-under-load` (opt-in): the debug, tsan and offload
+# parts on a machine kept busy, three times.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan fuzz test test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64 test-aarch64-install fuzz-long bench bench-full soak install clean format
+.PHONY: all release debug asan tsan fuzz test test-under-load test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64 test-aarch64-install fuzz-long bench bench-full soak install clean format
 
 all: release
 
@@ -42,9 +44,12 @@ test-release test-debug test-asan test-tsan: test-%: %
 
 # The debug and ThreadSanitizer suites once more with full offload
 # (ROOST_OFFLOAD=1, experimental): every test holds with it switched on.
+# (Both trees run even when the first fails.)
 test-offload: debug tsan
-	ROOST_OFFLOAD=1 ctest --test-dir build/debug $(CTEST_FLAGS)
-	ROOST_OFFLOAD=1 ctest --test-dir build/tsan $(CTEST_FLAGS)
+	@st=0; \
+	ROOST_OFFLOAD=1 ctest --test-dir build/debug $(CTEST_FLAGS) || st=1; \
+	ROOST_OFFLOAD=1 ctest --test-dir build/tsan $(CTEST_FLAGS) || st=1; \
+	exit $$st
 
 # The fuzz harnesses (tests/fuzz/), bounded: each of the four binaries for
 # FUZZ_TEST_SECONDS on a temporary copy of the seeds; what they find goes to
@@ -75,9 +80,21 @@ test-aarch64-install:
 
 # What the trees need is installed first (tools/test_deps.sh: with apt-get
 # as root; otherwise it names what is missing and the command, and stops).
+# Then every part runs to its end even when another failed, and one summary
+# of them all closes the run (tools/test_trees.sh; logs in build/test-logs/);
+# the exit status is non-zero if any part failed.
+TEST_PARTS := test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64
 test:
 	bash tools/test_deps.sh
-	$(MAKE) test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64
+	MAKE="$(MAKE)" bash tools/test_trees.sh $(TEST_PARTS)
+
+# Opt-in: the debug, ThreadSanitizer and offload parts with the machine kept
+# busy (one CPU hog per core: stress-ng, installed when missing as root, or
+# shell loops), UNDER_LOAD_RUNS times (tools/test_under_load.sh).
+UNDER_LOAD_RUNS ?= 3
+test-under-load:
+	bash tools/test_deps.sh
+	MAKE="$(MAKE)" bash tools/test_under_load.sh --runs $(UNDER_LOAD_RUNS)
 
 # The fuzz harnesses for FUZZ_SECONDS each, on a corpus kept between runs in
 # build/fuzz/corpus/.

@@ -245,12 +245,12 @@ inline constexpr unsigned kInboxStage = 256;
 inline constexpr unsigned kInboxVisitsBeforeFreshMemory = 4;
 // Back-pressure (frontend/backpressure.h, ROOST_BACKPRESSURE): the adaptive
 // budget of slab bytes a thread whose objects others free may hold before
-// it waits for them, where it starts and how far it may grow; and the
-// longest one wait lasts (it spins, and yields the core now and then, so
-// that the threads it waits for can run).
+// it waits for them, where it starts and how far it may grow; and how
+// often a wait yields the core (it spins, and yields now and then, so that
+// the threads it waits for can run).  How long one wait lasts at most is
+// the option ROOST_BACKPRESSURE_WAIT_US.
 inline constexpr uint64_t kBackpressureStartBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kBackpressureMaxBytes = uint64_t{1} << 40;
-inline constexpr uint64_t kBackpressureWaitNs = 100'000;
 inline constexpr unsigned kBackpressureSpinsPerYield = 16;
 
 // Checked build (-DROOST_CHECKED=1): the free fast path verifies that a

@@ -18,6 +18,7 @@
 #include "backend/pagemap.h"
 #include "ds/counter.h"
 #include "frontend/adoption.h"
+#include "frontend/backpressure.h"
 #include "frontend/offload.h"
 #include "frontend/service.h"
 #include "frontend/slab.h"
@@ -159,6 +160,7 @@ void take(Snapshot& s) {
   out.chunks = chunks::chunks_out();
   out.allocators = pool::allocators_created();
   out.slabs_adopted = adoption::adopted();
+  out.backpressure_waiting = Backpressure::hungry_now();
   out.bytes_purged = chunks::purged_bytes();
   out.bytes_moved = chunks::moved_bytes();
   out.purge_delay_ms = chunks::purge_delay_now_ns() / 1000000u;

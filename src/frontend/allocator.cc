@@ -216,7 +216,7 @@ bool Allocator::adopt_slab(ChunkMeta* m) {
 
 FreeObject* Allocator::wait_for_mail(unsigned sc) {
   Backpressure::Hungry hungry;
-  uint64_t until = os::now_ns() + config::kBackpressureWaitNs;
+  uint64_t until = os::now_ns() + backpressure_.wait_ns();
   for (unsigned round = 1;; round++) {
     if (messenger_.has_mail()) {
       receive(false);
@@ -244,6 +244,7 @@ ROOST_COMMON_TEXT void Allocator::attach(bool waits) {
   messenger_.load_options();
   backpressure_.load_options(waits && options::get(options::kBackpressure) != 0,
                              options::get(options::kBackpressureBytes),
+                             options::get(options::kBackpressureWaitUs) * 1000,
                              read_counter(messenger_.counters().messages_received));
 }
 

@@ -16,10 +16,10 @@
 // it started) halves it again.  ROOST_BACKPRESSURE_BYTES fixes it, and
 // ROOST_BACKPRESSURE=0 turns the whole off.
 //
-// Owns: the budget and the decision to wait; the process-wide count of
-// hungry allocators.  Must never: wait itself (the allocator does, bounded:
-// config::kBackpressureWaitNs), be consulted on a fast path, or make a
-// thread whose objects nobody else has ever freed wait.
+// Owns: the budget, the decision to wait and how long a wait lasts at most;
+// the process-wide count of hungry allocators.  Must never: wait itself
+// (the allocator does, bounded by wait_ns()), be consulted on a fast path,
+// or make a thread whose objects nobody else has ever freed wait.
 #pragma once
 
 #include <atomic>
@@ -34,8 +34,8 @@ class Backpressure {
  public:
   constexpr Backpressure() = default;
 
-  // The options in force, for a thread taking the allocator: `on`, and a
-  // fixed budget (0: adaptive); `received`: the objects the allocator's
+  // The options in force, for a thread taking the allocator: `on`, a fixed
+  // budget (0: adaptive) and the longest wait; `received`: the objects the allocator's
   // inbox has brought home so far (under its earlier threads: the new one
   // waits only once its own objects have come home).  The service's own
   // allocator never waits.  An adaptive budget keeps what the allocator's
@@ -43,8 +43,9 @@ class Backpressure {
   // turn (a pool's workers, generations of threads) mostly do the same
   // work, and starting each from the start would cost each its own
   // fruitless waits.
-  void load_options(bool on, uint64_t fixed_budget, uint64_t received) {
+  void load_options(bool on, uint64_t fixed_budget, uint64_t wait_ns, uint64_t received) {
     on_ = on;
+    wait_ns_ = wait_ns;
     bool was_fixed = fixed_;
     fixed_ = fixed_budget != 0;
     if (fixed_)
@@ -75,6 +76,8 @@ class Backpressure {
   }
 
   uint64_t budget() const { return budget_; }
+  // The longest one wait lasts (ROOST_BACKPRESSURE_WAIT_US).
+  uint64_t wait_ns() const { return wait_ns_; }
 
   // While an allocator waits, it is hungry: it calls for its objects as
   // it starts, and again (call()) when its mail brought nothing it needs.
@@ -107,8 +110,10 @@ class Backpressure {
     answered_ = calls;
     return true;
   }
-  // Does any allocator wait for its objects now?  Relaxed: a hint, as above.
+  // Does any allocator wait for its objects now, and how many?  Relaxed: a
+  // hint, as above (and a figure for the statistics).
   static bool anyone_hungry() { return g_hungry.load(std::memory_order_relaxed) != 0; }
+  static uint32_t hungry_now() { return g_hungry.load(std::memory_order_relaxed); }
   // A forked child has only the thread that forked, which was not waiting
   // (relaxed: the child has one thread).
   static void after_fork_in_child() { g_hungry.store(0, std::memory_order_relaxed); }
@@ -119,6 +124,7 @@ class Backpressure {
   static inline std::atomic<uint32_t> g_calls{0};
 
   uint64_t budget_ = config::kBackpressureStartBytes;
+  uint64_t wait_ns_ = 0;
   uint64_t received_before_ = 0;
   uint32_t answered_ = 0;  // the last call this allocator answered (answer_call)
   bool on_ = false;

@@ -16,26 +16,27 @@ constexpr uint64_t kStart = config::kBackpressureStartBytes;
 
 TEST(Backpressure, WaitsOnlyOverItsBudgetAndOnlyWhenObjectsHaveComeHome) {
   Backpressure b;
-  b.load_options(true, 0, 0);
+  b.load_options(true, 0, 100000, 0);
   EXPECT_EQ(b.budget(), kStart);
+  EXPECT_EQ(b.wait_ns(), 100000u);
   EXPECT_FALSE(b.should_wait(kStart - 1, 100));
   EXPECT_TRUE(b.should_wait(kStart, 100));
   EXPECT_FALSE(b.should_wait(kStart * 8, 0)) << "nobody ever freed its objects";
   Backpressure off;
-  off.load_options(false, 0, 0);
+  off.load_options(false, 0, 100000, 0);
   EXPECT_FALSE(off.should_wait(kStart * 8, 100));
 }
 
 TEST(Backpressure, AThreadTakingAnAllocatorWaitsOnlyOnceItsOwnObjectsCameHome) {
   Backpressure b;
-  b.load_options(true, 0, 500);  // 500 came home under the allocator's last thread
+  b.load_options(true, 0, 100000, 500);  // 500 came home under the allocator's last thread
   EXPECT_FALSE(b.should_wait(kStart * 8, 500));
   EXPECT_TRUE(b.should_wait(kStart * 8, 501));
 }
 
 TEST(Backpressure, AFruitlessWaitDoublesTheBudgetAndHoldingLittleHalvesIt) {
   Backpressure b;
-  b.load_options(true, 0, 0);
+  b.load_options(true, 0, 100000, 0);
   b.waited(true);  // fed: unchanged
   EXPECT_EQ(b.budget(), kStart);
   b.waited(false);
@@ -54,7 +55,7 @@ TEST(Backpressure, AFruitlessWaitDoublesTheBudgetAndHoldingLittleHalvesIt) {
   EXPECT_EQ(b.budget(), kStart * 4);
   // Never below where it started.
   Backpressure c;
-  c.load_options(true, 0, 0);
+  c.load_options(true, 0, 100000, 0);
   EXPECT_FALSE(c.should_wait(0, 1));
   EXPECT_FALSE(c.should_wait(kStart / 8, 1));
   EXPECT_EQ(c.budget(), kStart);
@@ -66,20 +67,20 @@ TEST(Backpressure, AFruitlessWaitDoublesTheBudgetAndHoldingLittleHalvesIt) {
 // predecessors taught it (unless a fixed budget is set, or was).
 TEST(Backpressure, TheNextThreadKeepsAnAdaptiveBudget) {
   Backpressure b;
-  b.load_options(true, 0, 0);
+  b.load_options(true, 0, 100000, 0);
   b.waited(false);
   b.waited(false);
-  b.load_options(true, 0, 10);
+  b.load_options(true, 0, 100000, 10);
   EXPECT_EQ(b.budget(), kStart * 4);
-  b.load_options(true, 1 << 20, 10);
+  b.load_options(true, 1 << 20, 100000, 10);
   EXPECT_EQ(b.budget(), uint64_t{1} << 20);
-  b.load_options(true, 0, 10);
+  b.load_options(true, 0, 100000, 10);
   EXPECT_EQ(b.budget(), kStart);
 }
 
 TEST(Backpressure, AFixedBudgetStaysPut) {
   Backpressure b;
-  b.load_options(true, 1 << 20, 0);
+  b.load_options(true, 1 << 20, 100000, 0);
   EXPECT_EQ(b.budget(), uint64_t{1} << 20);
   b.waited(false);
   EXPECT_FALSE(b.should_wait(0, 1));
