@@ -123,8 +123,16 @@ bench-full:
 
 # `make install PREFIX=/opt/roost`: the release build under PREFIX (default
 # /usr/local): headers, libraries, roost-run, CMake package, pkg-config files.
+# It builds only what it installs (the target roost_install_products,
+# cmake/install.cmake), in build/release; a tree not configured yet is
+# configured without the tests and benchmarks, so none of them is built and
+# GoogleTest is not needed (make release and make test configure it again
+# with them).
 PREFIX ?= /usr/local
-install: release
+INSTALL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=OFF -DROOST_BENCH=OFF
+install:
+	[ -f build/release/CMakeCache.txt ] || $(CMAKE) -S . -B build/release $(GEN) $(INSTALL_CMAKE_ARGS)
+	$(CMAKE) --build build/release -j $(JOBS) --target roost_install_products
 	$(CMAKE) --install build/release --prefix $(PREFIX)
 
 clean:

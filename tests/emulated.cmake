@@ -138,8 +138,9 @@ add_custom_target(roost_emulated DEPENDS ${ROOST_EMULATED_TARGETS} roost)
 # find_package(roost) (through CMAKE_FIND_ROOT_PATH) and roost-run
 # --version/--help.  It needs every product (the secure and hardened
 # builds' objects too: about a minute more to build), so it has a target
-# of its own, roost_emulated_install, and the label `install`: `make
-# test-aarch64` leaves it out, `make test-aarch64-install` runs it
+# of its own, roost_emulated_install (what the install holds:
+# roost_install_products, cmake/install.cmake), and the label `install`:
+# `make test-aarch64` leaves it out, `make test-aarch64-install` runs it
 # (.ci/run does, after `make test`).
 add_test(NAME install
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${PROJECT_BINARY_DIR}
@@ -147,5 +148,5 @@ add_test(NAME install
 string(REPLACE ";" " " emu_command "${CMAKE_CROSSCOMPILING_EMULATOR}")
 set_tests_properties(install PROPERTIES LABELS install TIMEOUT 300
   ENVIRONMENT "CC=${CMAKE_C_COMPILER};ROOSTTEST_TOOLCHAIN=${CMAKE_TOOLCHAIN_FILE};ROOSTTEST_EMULATOR=${emu_command}")
-add_custom_target(roost_emulated_install DEPENDS roost roost_static roost_prefixed roost_secure
-                  roost_secure_static roost_hardened roost_hardened_static roost_run)
+add_custom_target(roost_emulated_install)
+add_dependencies(roost_emulated_install roost_install_products)
