@@ -200,6 +200,11 @@ ROOST_COMMON_TEXT uint64_t get(Id id) { return g_values[id].value.load(std::memo
 
 const char* text(Id id) { return g_values[id].text.load(std::memory_order_relaxed); }
 
+bool reports_here() {
+  uint64_t only = get(kStatsPid);
+  return only == 0 || only == static_cast<uint64_t>(os::process_id());
+}
+
 void set(Id id, uint64_t value) {
   load();  // the environment first, so that it cannot undo this later
   g_values[id].value.store(value, std::memory_order_relaxed);

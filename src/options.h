@@ -228,6 +228,12 @@ uint64_t get(Id id);
 // place (or frees the buffer it gave putenv() for it).
 const char* text(Id id);
 
+// Does this process write what roost writes of its own accord: the
+// statistics report at exit and the heap profiles (at exit, periodic, the
+// leak report)?  Yes unless ROOST_STATS_PID names another process.  (A
+// getpid() call: not for a path that runs often.)
+bool reports_here();
+
 // Overrides the value of a numeric option (reads the environment first if it
 // was not read yet).
 void set(Id id, uint64_t value);

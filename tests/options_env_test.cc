@@ -295,16 +295,31 @@ TEST(OptionsEnv, VerbosePrintsTheOptionsInForce) {
   EXPECT_EQ(lines(r.err).size(), lines(run_probe("print", {}).err).size()) << r.describe();
 }
 
+// The last line of `r`'s stderr is the one at exit that names the file a
+// profile went to (`what`: "heap profile" or "leak report"): checked, then
+// taken off, which leaves the lines before it.
+void take_written_line(ProbeRun& r, const std::string& what, const std::string& path) {
+  std::vector<std::string> got = lines(r.err);
+  ASSERT_FALSE(got.empty()) << r.describe();
+  const std::regex line("roost: " + what + " of pid " + std::to_string(r.pid) +
+                        R"( \([^)]+\) written to )" + path);
+  EXPECT_TRUE(std::regex_match(got.back(), line)) << r.describe();
+  r.err.resize(r.err.size() - got.back().size() - 1);
+}
+
 // A file for the heap profile asks for the profile, as a file for the
 // statistics asks for the report; ROOST_PROFILE says otherwise when set.
+// Either way the file is named at exit.
 TEST(OptionsEnv, AProfileFileImpliesTheProfile) {
   ProbeRun r = run_probe("alloc", {"ROOST_VERBOSE=1", "ROOST_PROFILE_FILE=/dev/null"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
+  take_written_line(r, "heap profile", "/dev/null");
   expect_option_lines(r);
   EXPECT_TRUE(has_line(r.err, "roost: ROOST_PROFILE=1 (implied by ROOST_PROFILE_FILE)"))
       << r.describe();
   r = run_probe("alloc",
                 {"ROOST_VERBOSE=1", "ROOST_PROFILE=leaks", "ROOST_PROFILE_FILE=/dev/null"});
+  take_written_line(r, "leak report", "/dev/null");
   expect_option_lines(r);
   EXPECT_TRUE(has_line(r.err, "roost: ROOST_PROFILE=leaks (from the environment)")) << r.describe();
 }

@@ -7,11 +7,12 @@
 //
 // Owns: finding the library (next to the launcher in a build tree, or in
 // the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
-// variables of the program it runs, and the option help and "did you
-// mean", which it takes from src/options.h's table (generated from
-// src/options.def, like everything else that lists the options).  Must
-// never: link roost itself, parse or judge option values (roost does, and
-// warns), or drop a variable the caller had set but for the ones it names.
+// variables of the program it runs, its own flags and their "did you mean",
+// and the option help and "did you mean", which it takes from
+// src/options.h's table (generated from src/options.def, like everything
+// else that lists the options).  Must never: link roost itself, parse or
+// judge option values (roost does, and warns), or drop a variable the
+// caller had set but for the ones it names.
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -77,10 +79,13 @@ void usage(FILE* to) {
           "                       report headed by its pid, program and time\n"
           "  --stats=json         the same as one JSON object (ROOST_STATS=json);\n"
           "                       --stats json and --stats text also work\n"
-          "  --no-children        only the program's own report, not those of the\n"
-          "                       processes it starts (ROOST_STATS_PID=its pid)\n"
+          "  --no-children        only the program's own report and heap profile, not\n"
+          "                       those of the processes it starts (ROOST_STATS_PID=its\n"
+          "                       pid; the program keeps it when it execs another)\n"
           "  --profile[=path]     write a heap profile at exit (ROOST_PROFILE=1) to path\n"
           "                       (ROOST_PROFILE_FILE; default roost.%%p.heap, %%p: the pid)\n"
+          "                       in every process that inherits the environment; each\n"
+          "                       process says on stderr where its profile went\n"
           "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
           "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
           "\n"
@@ -159,6 +164,75 @@ const Option* find_option(const std::string& name) {
   fail("unknown option", detail.c_str());
 }
 
+// roost-run's own flags, for "did you mean": the name, and whether it takes
+// a value after '=' (--stats=json, --profile=path, --option=NAME=VALUE).
+struct Flag {
+  const char* name;
+  bool takes_value;
+};
+constexpr Flag kFlags[] = {
+    {"--secure", false},      {"--hardened", false}, {"--stats", true},
+    {"--no-children", false}, {"--profile", true},   {"--verbose", false},
+    {"--option", true},       {"--help", false},     {"--version", false},
+};
+
+// Levenshtein distance: insertions, deletions, substitutions.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); j++) row[j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    size_t diagonal = row[0];  // row[i-1][j-1]
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); j++) {
+      size_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The flag `given` (before any '=') most likely meant: the one it begins,
+// when it begins only one and names two letters of it (--stat, --no-child),
+// else the nearest within two edits (--hardend, --stast); nullptr if none.
+const Flag* nearest_flag(const std::string& given) {
+  const Flag* begun = nullptr;
+  int begins = 0;
+  for (const Flag& f : kFlags) {
+    if (given.size() >= 4 && strncmp(f.name, given.c_str(), given.size()) == 0) {
+      begun = &f;
+      begins++;
+    }
+  }
+  if (begins == 1) return begun;
+  const Flag* best = nullptr;
+  size_t best_distance = 3;
+  for (const Flag& f : kFlags) {
+    size_t d = edit_distance(given, f.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = &f;
+    }
+  }
+  return best;
+}
+
+// An argument that is none of the flags: the error, with the flag it most
+// likely meant, its value kept (--stat=json: --stats=json).
+[[noreturn]] void fail_unknown_argument(const std::string& arg) {
+  size_t eq = arg.find('=');
+  std::string head = arg.substr(0, eq);
+  std::string value = eq == std::string::npos ? "" : arg.substr(eq);
+  const Flag* near = nearest_flag(head);
+  if (near == nullptr) fail("unknown argument", arg.c_str());
+  std::string detail;
+  if (head == near->name)  // only the value is wrong: a flag that takes none
+    detail = arg + " (" + head + " takes no value)";
+  else
+    detail = arg + " (did you mean " + near->name + (near->takes_value ? value : "") + "?)";
+  fail("unknown argument", detail.c_str());
+}
+
 // The report's form after --stats, as a separate argument: `text` or `json`.
 bool is_report_form(const char* arg) {
   return strcasecmp(arg, "text") == 0 || strcasecmp(arg, "json") == 0;
@@ -179,8 +253,12 @@ int main(int argc, char** argv) {
       i++;
       break;
     }
+    if (arg == "-h") {
+      usage(stdout);
+      return 0;
+    }
     if (arg.rfind("--", 0) != 0) break;  // the program
-    if (arg == "--help" || arg == "-h") {
+    if (arg == "--help") {
       usage(stdout);
       return 0;
     } else if (arg == "--version") {
@@ -198,7 +276,8 @@ int main(int argc, char** argv) {
       if (!is_report_form(form.c_str())) fail("--stats takes text or json, not", form.c_str());
       set_variable("ROOST_STATS", form);
     } else if (arg == "--no-children") {
-      // exec keeps the process id: the program will have roost-run's.
+      // exec keeps the process id: the program will have roost-run's.  Roost
+      // reports and profiles only in that process (options::reports_here()).
       set_variable("ROOST_STATS_PID", std::to_string(getpid()));
     } else if (arg == "--verbose") {
       set_variable("ROOST_VERBOSE", "1");
@@ -219,7 +298,7 @@ int main(int argc, char** argv) {
       if (o == nullptr) fail_unknown_option(setting.substr(0, eq));
       set_variable(o->env, setting.substr(eq + 1));
     } else {
-      fail("unknown argument", arg.c_str());
+      fail_unknown_argument(arg);
     }
   }
   if (i >= argc) fail("no program to run");

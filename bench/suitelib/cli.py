@@ -15,7 +15,7 @@ import time
 from . import docs, measure, plots, report
 from .allocators import (GLIBC, ROOST, VARIANTS, git_commit, machine_info, parse_roost_libs,
                          resolve_allocators)
-from .common import BENCH_DIR, REPO, log, parse_list, rel
+from .common import BENCH_DIR, REPO, forget_written, list_written, log, parse_list, rel
 from .peers import DEFAULT_PEERS, OPT_IN_PEERS, PEER_NAMES
 from .workloads import (DEFAULT_THREADS_FULL, SELF_TEST_WORKLOADS, WORKLOADS, make_cases,
                         select_workloads)
@@ -50,7 +50,8 @@ def self_test(opts):
     log(f"suite self-test: {' '.join(argv)}")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(argv, table=SELF_TEST_WORKLOADS)
+        rc = main(argv, table=SELF_TEST_WORKLOADS, name_files=False)
+    forget_written()  # in the temporary folder, removed below (or named on failure)
     text = buf.getvalue()
     problems = []
     if rc != 0:
@@ -139,9 +140,10 @@ def make_parser():
     return ap
 
 
-def main(argv=None, table=WORKLOADS):
+def main(argv=None, table=WORKLOADS, name_files=True):
     """The suite's command; returns the exit status. table: the workload table (the
-    self-test passes its own)."""
+    self-test passes its own); name_files: end with the list of the files written (on
+    stderr, or in bench/run's list)."""
     ap = make_parser()
     opts = ap.parse_args(argv)
 
@@ -152,6 +154,15 @@ def main(argv=None, table=WORKLOADS):
         return 0
     if opts.self_test:
         return self_test(opts)
+    try:
+        return run(opts, ap, table, argv)
+    finally:
+        if name_files:  # also when the run stops early: the peers it built, say
+            list_written("suite")
+
+
+def run(opts, ap, table, argv):
+    """The run main() asks for: selection, runs, files, report; the exit status."""
 
     reps = opts.reps if opts.reps is not None else (5 if opts.full else 3)
     if reps < 1:
@@ -279,7 +290,7 @@ def main(argv=None, table=WORKLOADS):
     print(report.render(results, summary), end="", flush=True)
     if opts.docs:
         docs.write_page(opts.docs, results, summary, docs_links or {})
-    log(f"suite: wrote {rel(runs_csv)}, {rel(sum_csv)} and {rel(json_path)} ({elapsed:.0f}s)")
+    log(f"suite: done ({elapsed:.0f}s of runs)")
     if errors and not roost_failed:
         log("suite: only peers failed; exit status 0")
     return 1 if roost_failed else 0

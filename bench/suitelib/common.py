@@ -1,5 +1,6 @@
-"""What every module of bench/suitelib uses: the repository's paths, logging, number
-formatting, the last lines of a command's output, and installing a Debian package on demand."""
+"""What every module of bench/suitelib uses: the repository's paths, logging, the list of files
+a command wrote, number formatting, the last lines of a command's output, and installing a
+Debian package on demand."""
 
 import os
 import shutil
@@ -18,6 +19,56 @@ def log(msg):
 def rel(path):
     p = os.path.abspath(path)
     return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
+
+
+# The files a command wrote (absolute path, what it holds), in order: each command notes what
+# it writes (note_written) and names them all at its end (list_written).
+_WRITTEN = []
+# Set by bench/run: the file where the commands it runs append their lists, for its one list at
+# the end of everything.
+WRITTEN_LIST_ENV = "ROOST_BENCH_WRITTEN"
+
+
+def note_written(path, what):
+    p = os.path.abspath(path)
+    if all(w[0] != p for w in _WRITTEN):
+        _WRITTEN.append((p, what))
+
+
+def forget_written():
+    """Forgets the files noted so far (a self-test's, removed after it)."""
+    _WRITTEN.clear()
+
+
+def shown_path(path):
+    """`path` as the user can open it from here: relative to the working directory when it lies
+    under it, else absolute."""
+    p, here = os.path.abspath(path), os.getcwd()
+    return os.path.relpath(p, here) if p.startswith(here + os.sep) else p
+
+
+def written_lines():
+    """One line per file noted: its path (shown_path) and what it holds."""
+    return [f"  {shown_path(p)}{'/' if os.path.isdir(p) else ''}  ({what})" for p, what in _WRITTEN]
+
+
+def list_written(who):
+    """The end of a command: every file it wrote, one line each on stderr, or under bench/run
+    appended to bench/run's list, which it prints last (nothing when it wrote none)."""
+    lines = written_lines()
+    if not lines:
+        return
+    manifest = os.environ.get(WRITTEN_LIST_ENV)
+    if manifest:
+        try:
+            with open(manifest, "a") as f:
+                f.write("".join(line + "\n" for line in lines))
+            return
+        except OSError as e:
+            log(f"{who}: cannot add to bench/run's list of files ({e}); here it is")
+    log(f"{who}: wrote {len(lines)} file{'s' if len(lines) != 1 else ''}:")
+    for line in lines:
+        log(line)
 
 
 def last_lines(text, n=1):

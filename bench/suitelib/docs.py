@@ -6,7 +6,7 @@ FILE's folder bench/ linked from it."""
 import os
 import re
 
-from .common import fmt_duration, log, rel
+from .common import fmt_duration, note_written
 from .report import notes, reps_text, summary_section, workload_sections
 from .standing import section as standing_section
 
@@ -17,7 +17,7 @@ def prepare_plot_dir(docs_path):
     plot_dir = os.path.join(os.path.dirname(os.path.abspath(docs_path)), "bench")
     os.makedirs(plot_dir, exist_ok=True)
     for old in os.listdir(plot_dir):
-        if re.fullmatch(r"(threads-.*|relative-time)\.png", old):
+        if re.fullmatch(r"(threads-.*|relative-time|relative-throughput)\.png", old):
             os.remove(os.path.join(plot_dir, old))
     return plot_dir
 
@@ -76,4 +76,4 @@ def write_page(path, results, summary, links):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write(page)
-    log(f"suite: wrote {rel(path)}")
+    note_written(path, "the report as a Markdown page")

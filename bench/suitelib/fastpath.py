@@ -21,7 +21,7 @@ import time
 
 from . import peers
 from .allocators import GLIBC, ROOST, glibc_version
-from .common import REPO, Installer, last_lines, log, rel
+from .common import REPO, Installer, last_lines, list_written, log, note_written, rel
 from .measure import provider_ok, run_env
 
 # (label, mode arguments of bench_fastpath). Sizes in bytes.
@@ -310,5 +310,7 @@ def main():
         wr.writerow(["variant", "window", "workload", "allocator", "library", "status", "n1", "n2",
                      "ir_n1", "ir_n2", "instr_per_pair"])
         wr.writerows(rows)
-    log(f"fastpath: wrote {rel(opts.csv)} ({time.time() - t0:.0f}s)")
+    note_written(opts.csv, "instructions per malloc+free pair, per workload and allocator")
+    log(f"fastpath: done ({time.time() - t0:.0f}s)")
+    list_written("fastpath")
     return 1 if errors else 0

@@ -81,7 +81,7 @@ import subprocess
 import sys
 import time
 
-from .common import REPO, Installer, last_lines, log, parse_list
+from .common import REPO, Installer, last_lines, log, note_written, parse_list
 
 DEFAULT_BUILD_ROOT = os.path.join("build", "peers")
 LIBDIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
@@ -653,6 +653,7 @@ def _build_peer(name, spec, build_root, sources, install):
         what = (f"{step} failed" if st != 0 else f"no {spec['lib']} after the build")
         return {"missing": f"{what} (log: {logpath}): {first_error}"}
     log(f"peers: built {name} {version} in {secs:.0f} s")
+    note_written(out, f"{name} {version} built from {crate} {crate_ver}, kept for later runs")
     source = f"crates.io {crate} {crate_ver}"
     err = preload_check(lib)
     if err:

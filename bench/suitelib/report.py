@@ -9,7 +9,7 @@ import os
 import statistics
 
 from .allocators import ROOST
-from .common import fmt_fig, fmt_mib, scale_of
+from .common import fmt_fig, fmt_mib, note_written, scale_of
 from .workloads import SWEEP_WORK, UNITS
 
 def geomean(xs):
@@ -78,7 +78,7 @@ def reps_text(results):
 def summary_section(results, summary, relative_plot=None):
     """The summary: every allocator's throughput relative to roost's (or to the reference
     allocator's) per case, with geometric means, and the peak RSS relative to it. Lines.
-    relative_plot: the file of the relative-time plot to show under it (docs page)."""
+    relative_plot: the file of the relative-throughput plot to show under it (docs page)."""
     names, missing, broken = allocator_view(results)
     alive = [n for n in names if n not in missing]
     cases = results["cases"]
@@ -145,10 +145,11 @@ def summary_section(results, summary, relative_plot=None):
             cells.append("missing" if n in missing else f"{g:.2f}" if g else "n/a")
         summary_lines.append("| peak RSS | " + " | ".join(cells) + " |")
         if relative_plot:
-            summary_lines += ["", f"![time relative to the best, per workload]"
+            summary_lines += ["", f"![throughput relative to {ref}, per workload]"
                               f"({relative_plot})", "",
-                              "Each bar: an allocator's median run time relative to the fastest "
-                              "allocator's for that workload (1 = the fastest; lower is better)."]
+                              f"Each bar: an allocator's median throughput relative to {ref}'s "
+                              f"for that workload, as in the table above (above 1: faster than "
+                              f"{ref}; higher is better)."]
     elif ref is None:
         summary_lines.append("No allocator produced figures.")
     return summary_lines
@@ -337,4 +338,7 @@ def write_files(results, summary, out_dir):
         wr.writeheader()
         for s in summary.values():
             wr.writerow(s)
+    note_written(runs_csv, "every run")
+    note_written(sum_csv, "medians and ratios per case and allocator")
+    note_written(json_path, "all of it: configuration, machine, versions, summary, runs")
     return json_path, runs_csv, sum_csv

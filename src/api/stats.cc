@@ -340,13 +340,12 @@ ROOST_EXPORT void roost_print_stats(void) {
 }
 
 // The report at exit: ROOST_STATS=1 (text) or json, on stderr or to
-// ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A destructor, not a constructor:
-// it has no effect unless the option is set.
+// ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A
+// destructor, not a constructor: it has no effect unless the option is set.
 ROOST_COMMON_TEXT __attribute__((destructor)) static void report_at_exit() {
   uint64_t form = options::get(options::kStats);
   if (form == options::kReportNone) return;
-  uint64_t only = options::get(options::kStatsPid);
-  if (only != 0 && only != static_cast<uint64_t>(os::process_id())) return;
+  if (!options::reports_here()) return;
   int fd = err::report_fd();
   int file = -1;
   if (const char* path = options::text(options::kStatsFile)) {

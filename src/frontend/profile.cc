@@ -190,7 +190,11 @@ bool record(ChunkMeta* m, uint64_t bytes, unsigned sc, const void* caller) {
 ROOST_COMMON_TEXT Inside::Inside() : was_(t_inside) { t_inside = true; }
 ROOST_COMMON_TEXT Inside::~Inside() { t_inside = was_; }
 
-ROOST_COMMON_TEXT bool wanted() { return options::get(options::kProfile) != options::kProfileOff; }
+// The option first: reports_here() costs a system call, which the common
+// path (profiling off) does not make.
+ROOST_COMMON_TEXT bool wanted() {
+  return options::get(options::kProfile) != options::kProfileOff && options::reports_here();
+}
 
 void start() {
   g_rate = options::get(options::kProfileRate);

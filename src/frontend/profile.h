@@ -40,8 +40,10 @@ namespace roost::profile {
 extern std::atomic<bool> g_on ROOST_HIDDEN;
 ROOST_INLINE bool on() { return g_on.load(std::memory_order_acquire); }
 
-// Is ROOST_PROFILE set?  (Options read.)  The allocators the pool binds
-// then sample their refills (Allocator::sample_refills).
+// Is ROOST_PROFILE set, for this process (ROOST_STATS_PID names it or is
+// 0: options::reports_here())?  (Options read.)  The profiler then starts,
+// and the allocators the pool binds sample their refills
+// (Allocator::sample_refills); in the other processes it never samples.
 bool wanted();
 
 // Start-up with ROOST_PROFILE set, once roost serves allocations (the

@@ -31,6 +31,23 @@ const char* profile_path() {
 
 const char* profile_variable() { return options::kTable[options::kProfileFile].env; }
 
+// The line that says where `what` of this process went: "roost: heap
+// profile of pid N (program) written to /absolute/path" (`name` as opened,
+// made absolute where the working directory can be read), through the
+// reports' descriptor, in one write where it fits the buffer.  `whole`:
+// false if writing failed on the way.
+void say_written(const char* what, const char* name, bool whole) {
+  char absolute[4096];
+  const char* shown = os::absolute_path(name, absolute, sizeof(absolute)) ? absolute : name;
+  char buf[1024];
+  int fd = err::report_fd();
+  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
+  out.str("roost: ").str(what).str(" of pid ").dec(static_cast<uint64_t>(os::process_id()));
+  out.str(" (").str(os::program_name()).str(whole ? ") written to " : ") not written whole to ");
+  out.str(shown).chr('\n');
+  out.flush();
+}
+
 // Every stack's figures, copied in one snapshot into memory mapped for it.
 class Snapshot {
  public:
@@ -142,15 +159,14 @@ bool write_heap_profile(int fd) {
   return os::copy_file_to("/proc/self/maps", fd) && ok;
 }
 
-void write_leak_report(int fd) {
+bool write_leak_report(int fd) {
   Inside inside;
   Snapshot snap;
   char buf[1024];
   err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
   if (!snap.ok()) {
     out.str("roost: leak report: no memory for it\n");
-    out.flush();
-    return;
+    return out.flush();
   }
   // The stacks still holding memory first, the largest first.
   StackFigures* f = snap.begin();
@@ -204,7 +220,7 @@ void write_leak_report(int fd) {
     out.str(" with about ");
     out.dec(rest).str(" bytes\n");
   }
-  out.flush();
+  return out.flush();
 }
 
 int dump(const char* path) {
@@ -218,15 +234,20 @@ int dump(const char* path) {
 }
 
 void dump_periodic() {
+  // A fork child of the process that reports samples on, but writes nothing.
+  if (!options::reports_here()) return;
   char pattern[4096];
   err::Text numbered(pattern, sizeof(pattern));
   // Relaxed: the atomic increment alone makes each profile's number its own.
   numbered.str(profile_path()).chr('.').dec(g_periodic.fetch_add(1, std::memory_order_relaxed) + 1);
   if (numbered.length() >= sizeof(pattern)) return;
-  int fd = err::open_report_file(profile_variable(), pattern, "; no periodic profile written");
+  char name[4096];
+  int fd = err::open_report_file(profile_variable(), pattern, "; no periodic profile written", name,
+                                 sizeof(name));
   if (fd < 0) return;
-  write_heap_profile(fd);
+  bool whole = write_heap_profile(fd);
   os::close(fd);
+  say_written("heap profile", name, whole);
 }
 
 }  // namespace roost::profile::report
@@ -235,27 +256,35 @@ using namespace roost;
 
 // The profile at exit: ROOST_PROFILE=1 writes the heap profile to
 // ROOST_PROFILE_FILE (or its default), ROOST_PROFILE=leaks the leak report
-// on stderr or there.  A destructor, not a constructor: nothing happens
-// unless profiling ran.
+// on stderr or there; a file written is named on stderr.  Only in the
+// process that reports (ROOST_STATS_PID): elsewhere the profiler never
+// started, but a fork child of that process inherits it running.  A
+// destructor, not a constructor: nothing happens unless profiling ran.
 ROOST_COMMON_TEXT __attribute__((destructor)) static void profile_at_exit() {
-  if (!profile::on()) return;
+  if (!profile::on() || !options::reports_here()) return;
   profile::Inside inside;
   const char* file = options::text(options::kProfileFile);
+  char name[4096];
   if (options::get(options::kProfile) == options::kProfileLeaks) {
     int fd = err::report_fd();
     int opened = -1;
     if (file != nullptr) {
       opened = err::open_report_file(profile::report::profile_variable(), file,
-                                     "; the report goes to stderr");
+                                     "; the report goes to stderr", name, sizeof(name));
       if (opened >= 0) fd = opened;
     }
-    profile::report::write_leak_report(fd);
-    if (opened >= 0) os::close(opened);
+    bool whole = profile::report::write_leak_report(fd);
+    if (opened >= 0) {
+      os::close(opened);
+      profile::report::say_written("leak report", name, whole);
+    }
     return;
   }
-  int fd = err::open_report_file(profile::report::profile_variable(),
-                                 profile::report::profile_path(), "; no profile written");
+  int fd =
+      err::open_report_file(profile::report::profile_variable(), profile::report::profile_path(),
+                            "; no profile written", name, sizeof(name));
   if (fd < 0) return;
-  profile::report::write_heap_profile(fd);
+  bool whole = profile::report::write_heap_profile(fd);
   os::close(fd);
+  profile::report::say_written("heap profile", name, whole);
 }

@@ -10,7 +10,10 @@
 // sampling rate: pprof takes the figures as they are).
 //
 // Owns: both formats, the files they go to (ROOST_PROFILE_FILE, its
-// default, the numbered periodic profiles) and the profile at exit.
+// default, the numbered periodic profiles), the line on stderr that says
+// where each went ("roost: heap profile of pid N (program) written to
+// /absolute/path"), and the profile at exit, written only in the process
+// that reports (ROOST_STATS_PID: options::reports_here()).
 // Must never: allocate through malloc, or hold the profiler's lock while
 // it writes or names addresses (it works on a snapshot).
 #pragma once
@@ -22,15 +25,17 @@ bool write_heap_profile(int fd);
 
 // Writes the leak report to `fd`: the sampled stacks whose objects are
 // still allocated, the largest estimate first, each frame named (object,
-// address in its file, exported symbol).
-void write_leak_report(int fd);
+// address in its file, exported symbol); false if writing failed.
+bool write_leak_report(int fd);
 
 // roost_profile_dump(): the heap profile to the file `path` names ("%p":
 // the process id), nullptr for ROOST_PROFILE_FILE or its default.
-// 0, or -errno (-ENOTSUP with profiling off).
+// 0, or -errno (-ENOTSUP with profiling off).  Says nothing on stderr: its
+// caller names the file and gets the outcome.
 int dump(const char* path);
 
-// The periodic profile (ROOST_PROFILE_INTERVAL): the next numbered file.
+// The periodic profile (ROOST_PROFILE_INTERVAL): the next numbered file,
+// and the line that names it; nothing in a process that does not report.
 void dump_periodic();
 
 }  // namespace roost::profile::report

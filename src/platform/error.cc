@@ -47,13 +47,18 @@ int report_fd() { return g_report_fd >= 0 ? g_report_fd : 2; }
 
 void report(const char* s) { write_fd(report_fd(), s); }
 
-int open_report_file(const char* variable, const char* pattern, const char* consequence) {
-  char name[4096];
-  int fd = os::open_named_for_writing(pattern, name, sizeof(name));
+int open_report_file(const char* variable, const char* pattern, const char* consequence, char* name,
+                     size_t size) {
+  char own[4096];
+  if (name == nullptr) {
+    name = own;
+    size = sizeof(own);
+  }
+  int fd = os::open_named_for_writing(pattern, name, size);
   if (fd >= 0) return fd;
   // The name as far as it fits the line (64 characters, then "...").
   size_t n = 0;
-  while (n <= 64 && name[n] != 0) n++;
+  while (n <= 64 && n + 4 <= size && name[n] != 0) n++;
   if (n > 64) __builtin_memcpy(name + 64, "...", 4);
   Line line;
   line.str("roost: cannot open ").str(variable).str("=").str(name);

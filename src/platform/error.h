@@ -32,10 +32,12 @@ void report(const char* s);
 int report_fd();
 
 // Opens the file a report goes to, `pattern` with its "%p" the process id
-// (os::open_named_for_writing); when it cannot, says so in one line through
-// report(), "roost: cannot open <variable>=<name> (errno N)<consequence>",
-// and returns -1.
-int open_report_file(const char* variable, const char* pattern, const char* consequence);
+// (os::open_named_for_writing), and leaves the name it opened in `name`
+// (`size` bytes, at least 1; not given: kept to itself); when it cannot,
+// says so in one line through report(), "roost: cannot open
+// <variable>=<name> (errno N)<consequence>", and returns -1.
+int open_report_file(const char* variable, const char* pattern, const char* consequence,
+                     char* name = nullptr, size_t size = 0);
 
 // Writes all `n` bytes of `s` to `fd` (again after a signal interrupts),
 // leaving errno as it was; false if the descriptor refused them.

@@ -429,6 +429,29 @@ ROOST_COMMON_TEXT uint64_t now_ns() {
 namespace roost::os {
 ROOST_COMMON_TEXT void yield() { sched_yield(); }
 
+// The system call, not glibc's getcwd(), which falls back to reading
+// directories (and allocating) where the kernel's answer does not fit.
+bool absolute_path(const char* name, char* out, size_t size) {
+  size_t used = 0;
+  if (name[0] != '/') {
+    long n = syscall(SYS_getcwd, out, size);
+    // Anything but a path from the root ("(unreachable)/..."): no answer.
+    if (n <= 0 || out[0] != '/') return false;
+    used = strlen(out);
+    if (used > 1) {  // not the root itself
+      if (used + 1 >= size) return false;
+      out[used++] = '/';
+    }
+    while (name[0] == '.' && name[1] == '/') {
+      name += 2;
+      while (name[0] == '/') name++;
+    }
+  }
+  err::Text rest(out + used, size - used);
+  rest.str(name);
+  return rest.length() < size - used;
+}
+
 namespace {
 struct ThreadStart {
   void* (*fn)(void*);

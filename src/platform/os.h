@@ -4,10 +4,11 @@
 // picks), purge, moving pages between ranges, huge-page advice, the
 // address-space limit, page size, the thread-exit hook, fork hooks, roost's
 // own thread and its sleep and wake-up (futex), the process id, files
-// written by name (the statistics report), and the test-only fault
-// injection that makes the OS refuse.  Must never: allocate through malloc,
-// call stdio, or hold allocator policy (which chunk, where, when to purge:
-// that is the backend's).
+// written by name (the statistics report, the heap profiles) and their
+// absolute paths, and the test-only fault injection that makes the OS
+// refuse.  Must never: allocate through malloc, call stdio, or hold
+// allocator policy (which chunk, where, when to purge: that is the
+// backend's).
 #pragma once
 
 #include <cstddef>
@@ -134,6 +135,11 @@ int open_for_writing(const char* path);
 // "%"); `name` receives that path, NUL-terminated and cut to `size`
 // (-ENAMETOOLONG when it does not fit).
 int open_named_for_writing(const char* pattern, char* name, size_t size);
+// `name` as an absolute path, into `out` (NUL-terminated): `name` itself
+// when it starts with '/', else the working directory, '/' and `name` less
+// any leading "./"; false when it does not fit `size` or the working
+// directory cannot be read (it is removed, or outside the root).
+bool absolute_path(const char* name, char* out, size_t size);
 // Appends the contents of the file at `path` (a /proc file, say) to `fd`;
 // false if either refused.
 bool copy_file_to(const char* path, int fd);

@@ -9,15 +9,18 @@ leak report as text.
       profiles every 16 MiB: `google-pprof --text` names site_a and site_b
       as the functions that allocated (flat = cumulative: no frame of
       roost's below them), each site's in-use and allocated bytes within 10 %
-      of the truth the program prints, and the periodic profiles read too.
+      of the truth the program prints, and the periodic profiles read too;
+      stderr names every profile written (at exit and periodic), one line
+      each, by its absolute path.
   ... apis
       ROOST_PROFILE_RATE=1 (every allocation sampled, estimates exact):
       each via_* function holds exactly what it allocated, as a leaf.
   profile_check.py --roost-lib PATH --program PATH --work DIR leak|clean
       ROOST_PROFILE=leaks at ROOST_PROFILE_RATE=1: `leak` writes the report
       to ROOST_PROFILE_FILE, which must list one stack, 200 objects of
-      2 KiB, whose first frame addr2line names leak_here; `clean` writes it
-      to stderr, which must say that nothing is still allocated.
+      2 KiB, whose first frame addr2line names leak_here, and stderr must
+      name that file; `clean` writes it to stderr, which must say that
+      nothing is still allocated (and name no file).
 
 The programs run with this environment less every ROOST_* variable but
 ROOST_OFFLOAD (so that `make test`'s offload pass covers the profiler too).
@@ -83,6 +86,21 @@ def pprof_rows(program, profile, what):
     return rows, r.stdout
 
 
+WRITTEN = re.compile(r"^roost: (heap profile|leak report) of pid (\d+) \((.*)\) written to (.*)$",
+                     re.M)
+
+
+def check_named(stderr, what, files, program):
+    """stderr has one line per file written, each naming its file by its absolute path (and
+    the program that wrote it); nothing else said written."""
+    said = WRITTEN.findall(stderr)
+    named = sorted(path for _, _, _, path in said)
+    want = sorted(os.path.realpath(f) for f in files)
+    if named != want or any(k != what or n != os.path.basename(program) for k, _, n, _ in said):
+        fail(f"stderr should name each {what} written, {want}; it says {said}:\n{stderr}")
+    print(f"stderr names the {len(said)} file(s) written")
+
+
 def check_sites(args):
     pattern = os.path.join(args.work, "sites.%p.heap")
     for old in glob.glob(os.path.join(args.work, "sites.*")):
@@ -123,6 +141,7 @@ def check_sites(args):
             problems.append(f"periodic profile {p} names no site_a")
     if problems:
         fail("; ".join(problems))
+    check_named(r.stderr, "heap profile", final + periodic, args.program)
 
 
 APIS = {"via_malloc": 65536, "via_calloc": 65536, "via_realloc": 65536,
@@ -173,8 +192,10 @@ def check_leak(args, leak):
     if not leak:
         if "roost: leak report: no sampled object is still allocated" not in r.stderr:
             fail(f"the clean program's report is not empty:\n{r.stderr}")
+        check_named(r.stderr, "leak report", [], args.program)
         print("clean: " + r.stderr.strip())
         return
+    check_named(r.stderr, "leak report", [report_file], args.program)
     with open(report_file) as f:
         report = f.read()
     print(report.rstrip())
