@@ -443,9 +443,9 @@ inline constexpr bool kGuardLarge = ROOST_SECURE_LARGE_GUARD != 0;
 // Each guard page splits a mapping in three, and the kernel caps a
 // process's mappings (vm.max_map_count, 65 530 by default): beyond this
 // many guarded objects at once, large objects get their canary only (0:
-// canaries only, no mprotect: the secure build's default, since the two
-// mprotect calls per large object cost a program that churns them a
-// quarter of its time).
+// canaries only, no mprotect: the secure build's default, since two
+// mprotect calls per large object are dear to a program that churns them:
+// docs/DESIGN.md).
 #ifndef ROOST_SECURE_MAX_LARGE_GUARDS
 #if ROOST_HARDENED
 #define ROOST_SECURE_MAX_LARGE_GUARDS 16384

@@ -17,9 +17,9 @@
 #define ROOST_EXPORT extern "C" __attribute__((visibility("default")))
 // The fast paths' entry points start on a 512-byte boundary, so where they
 // fall does not move with unrelated code, and none shorter than that (the
-// default and secure builds' all are) runs across a 4 KiB page: timings
-// otherwise shift by a few percent from build to build (free across a page
-// boundary: 6-8 % on immediate pairs).
+// default and secure builds' all are) runs across a 4 KiB page, which would
+// change its timing from one build to the next (docs/DESIGN.md, "Following
+// malloc and free").
 #define ROOST_HOT_ENTRY __attribute__((aligned(512)))
 
 namespace roost::api {

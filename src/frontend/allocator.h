@@ -67,13 +67,11 @@ struct ClassCounters {
 
 class Allocator {
  public:
-  // A placeholder allocator owns nothing and never will: every allocation
-  // from it reaches its refill, which hands the class to `stand_in` (a
-  // thread without an allocator points at one; the allocator pool's stand-in
-  // binds the thread an allocator and allocates from that).  A stand-in is
-  // also how a bound allocator's refills reach the heap profiler
-  // (sample_refills()), so that the common refill tests nothing more.  It
-  // is given the allocator, the class and refill_at()'s return address.
+  // What refill_at() hands the class to instead of refill(), given the
+  // allocator, the class and refill_at()'s return address: the pool's, for
+  // a placeholder (it owns nothing; the stand-in binds the thread an
+  // allocator), or the heap profiler's (sample_refills()), so that the
+  // common refill tests nothing more.
   using StandIn = void* (*)(Allocator* a, unsigned sc, const void* caller);
 
   // `id`: a small dense integer, unique among live allocators (outbox
@@ -122,25 +120,21 @@ class Allocator {
   // of the class on the fast path.)
   ROOST_NOINLINE static void* take_last(FreeObject** slot, Allocator* a);
 
-  // An object of `size` <= config::kTableClassified bytes: its class from
-  // the allocator's own copy of the size table, which the allocator's
-  // address already reaches (no second base address on the fast path).
-  // Where zero-size allocations fault (config::kZeroSizeFaults), size 0
-  // maps to kZeroSizeSlot, whose fast list stays empty: malloc(0) reaches
-  // refill_at(), which serves it (alloc_zero_size), at no cost to the fast
-  // path.
+  // An object of `size` <= config::kTableClassified bytes, classed by the
+  // allocator's own copy of the size table, which its address reaches (no
+  // second base address).  Size 0 maps to kZeroSizeSlot where zero-size
+  // allocations fault: its fast list stays empty, so refill_at() serves it
+  // (alloc_zero_size) at no cost to the fast path.
   ROOST_INLINE void* alloc_small(size_t size) { return alloc(class_of_size_.cls[size]); }
   static constexpr unsigned kZeroSizeSlot = sizeclass::kCount;
   // A zero-size allocation: an address that faults on access, or (when the
   // range cannot be had) an object as for one byte.
   ROOST_NOINLINE void* alloc_zero_size();
 
-  // alloc()'s slow path: the fast list at `slot` of allocator `a` ran dry.
-  // refill(), or the stand-in (the placeholder's, or the heap profiler's
-  // refill_sampled()); the object it returns is handed out (its mark or tag
-  // wiped) here.  (The slot comes first: the
-  // fast path has its address in the first argument's register already;
-  // passing the class would cost the fast path register copies.)
+  // alloc()'s slow path: the fast list at `slot` of `a` ran dry.  refill()
+  // or the stand-in; the object is handed out (mark or tag wiped) here.  The
+  // slot, not the class: the fast path has it in the first argument's
+  // register already (the class would cost it register copies).
   ROOST_NOINLINE static void* refill_at(FreeObject** slot, Allocator* a);
   // An object of class `sc` as a large object (large::serves_class).
   ROOST_NOINLINE static void* alloc_class_as_large(unsigned sc);
@@ -195,16 +189,11 @@ class Allocator {
     if (ROOST_UNLIKELY(slab::return_object(m, p))) slab_event(m);
   }
 
-  // The remote-free fast path: `p` (16-byte aligned, in chunk `m`), when
-  // `m` is a slab another allocator owns, joins the batch its class's lane
-  // holds if that batch is of slab `m` (BatchIt's cache: a local append),
-  // and the outbox is charged its bytes; the outbox is posted (and the
-  // inbox visited) when full.  An object start only joins: the object right
-  // after the batch's last one (objects handed over in the order they were
-  // made) is one by construction, any other is tested.  False leaves it to
-  // the caller's slow path: a slab no lane holds, misuse, a thread without
-  // an allocator (the placeholder's lanes hold nothing) or with an offload
-  // port (its lanes never fill: free_remote).
+  // The remote-free fast path: `p` (16-byte aligned, in chunk `m`) joins
+  // its class's lane's batch when that batch is of slab `m`, and the outbox
+  // is charged (Messenger's sending; DESIGN.md, "Following malloc and
+  // free").  Only an object start joins: the one right after the batch's
+  // tail is one by construction.  False: the caller's slow path.
   [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p,
                                                   const char* where = "free") {
     unsigned sc = m->sizeclass;

@@ -56,7 +56,7 @@ void install();
 // parks for good instead of ending, and the process ends it.  Ending a
 // thread runs libc's thread-exit work (its stack, TLS and resources freed,
 // its join), which a small program pays in libc pages it never touched
-// otherwise: about 136 KiB of peak RSS on smallheap.  A prefixed build,
+// otherwise (docs/DESIGN.md, "The service thread").  A prefixed build,
 // which a plugin may embed and unload, still joins the thread.
 void end_with_process();
 

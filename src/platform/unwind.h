@@ -2,12 +2,12 @@
 // unwind tables (x86-64 with glibc 2.35's _dl_find_object).
 //
 // libgcc's unwinder (what glibc's backtrace() uses) interprets each frame's
-// call-frame instructions anew every time: about 2 000 instructions a
-// frame.  Here the rule that steps from a return address to its caller's
-// frame (where the caller's frame starts, where its return address and
-// rbp were saved) is computed once per return address from the same
-// tables (.eh_frame through .eh_frame_hdr) and kept, so that a stack of
-// addresses seen before is walked in a few dozen instructions a frame.
+// call-frame instructions anew every time.  Here the rule that steps from a
+// return address to its caller's frame (where the caller's frame starts,
+// where its return address and rbp were saved) is computed once per return
+// address from the same tables (.eh_frame through .eh_frame_hdr) and kept,
+// so that a stack of addresses seen before is walked with a cache lookup
+// and a few loads a frame (docs/PROFILING.md says what a sample costs).
 //
 // Owns: the rule cache (without a lock: threads that walk at once never
 // wait on one another) and the interpreter of the few call-frame
