@@ -22,9 +22,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <new>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,7 +122,20 @@ constexpr int kNotHandedOutUnderOffload = 77;
 // What every case shares: the child's result, or nothing when the case
 // does not run here (skipped, saying why, or only observed).
 
+// Which builds each case that ran says must catch it (run_case records
+// it), for the README's table (ReadmeSecurityTable, the last case).
+std::map<std::string, Caught>& caught_levels() {
+  static std::map<std::string, Caught> levels;
+  return levels;
+}
+
+std::string current_case() {
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return t == nullptr ? "" : std::string(t->test_suite_name()) + "." + t->name();
+}
+
 std::optional<ChildResult> run_case(Caught caught, const std::function<void()>& misuse) {
+  caught_levels()[current_case()] = caught;
   std::string build = build_under_test();
   if (build == "observe") {
     observe(misuse);
@@ -180,15 +196,29 @@ void expect_caught_object(Caught caught, const std::string& fault, const void* a
   expect_caught_line(caught, fault, addr, size, misuse);
 }
 
-// Runs `misuse` in a child and checks that the build under test stops it at
-// the access itself: the address faults (SIGSEGV, the kernel's; roost
-// writes nothing).
-void expect_access_faults(Caught caught, const std::function<void()>& misuse) {
+// expect_caught_object() for an object only the child knows: the child
+// writes its address first, alone on a line ("0x..."), then misuses it.
+void expect_caught_child_object(Caught caught, const std::string& fault, size_t size,
+                                const std::function<void()>& misuse) {
   std::optional<ChildResult> r = run_case(caught, misuse);
   if (!r) return;
   ASSERT_FALSE(r->exited) << "not caught: " << r->describe();
-  EXPECT_EQ(r->signal, SIGSEGV) << r->describe();
-  EXPECT_EQ(r->err, "");
+  EXPECT_EQ(r->signal, SIGABRT) << r->describe();
+  size_t eol = r->err.find('\n');
+  ASSERT_NE(eol, std::string::npos) << r->err;
+  std::string addr = r->err.substr(0, eol);
+  std::string rest = r->err.substr(eol + 1);
+  std::regex line("roost: [^\n]*: " + fault + " " + addr + " \\(size class " +
+                  std::to_string(size) + " bytes\\)\n");
+  EXPECT_TRUE(std::regex_match(rest, line))
+      << "wanted one line \"roost: <where>: " << fault << " " << addr << " (size class " << size
+      << " bytes)\", got:\n"
+      << rest;
+}
+
+// The child's line for expect_caught_child_object().
+void say_address(const void* p) {
+  fprintf(stderr, "0x%" PRIxPTR "\n", reinterpret_cast<uintptr_t>(p));
 }
 
 // Allocates `size`-byte objects until `p` comes back (the child aborts
@@ -430,6 +460,115 @@ TEST(InvalidFree, InteriorAligned) {
   void* q = p + 16;
   expect_caught_object(Caught::kSecure, "invalid pointer \\(interior of an object\\)", q,
                        class_size(p), [q] { g_free(q); });
+}
+
+// The same pointer into another thread's object takes the remote free's
+// path, which tests the exact object start in every build.
+TEST(InvalidFree, InteriorAlignedOfAnotherThreadsObject) {
+  char* p = nullptr;
+  std::thread([&p] { p = static_cast<char*>(g_malloc(64)); }).join();
+  void* q = p + 16;
+  expect_caught_object(Caught::kAll, "invalid pointer \\(interior of an object\\)", q,
+                       class_size(p), [q] { g_free(q); });
+  g_free(p);
+}
+
+// Object starts roost never handed out, in a new slab: the child allocates
+// objects of kFreshClassSize bytes (the class of 160 bytes, with the
+// hardened build's canary word too) until one starts a new slab (roost's
+// count of the class's slabs goes up).  A new slab's first carve is a page:
+// the other objects of that page are carved and wait to be handed out
+// (tagged or marked as freed objects are); those past it were never carved.
+namespace {
+
+// Slabs held of the size class whose objects are `size` bytes, or 0.
+uint64_t class_slabs(size_t size) {
+  ClassCountFn count = class_count_fn();
+  ClassStatsFn stats = class_stats_fn();
+  if (count == nullptr || stats == nullptr) return 0;
+  for (unsigned c = 0; c < count(); c++) {
+    struct roost_class_stats s {};
+    if (stats(c, &s) == 0 && s.size == size) return s.slabs;
+  }
+  return 0;
+}
+
+constexpr size_t kFreshClassSize = 150;
+constexpr size_t kFreshClassSlot = 160;
+// Slabs of classes up to 4 KiB: 64 KiB, aligned to their size.
+constexpr uintptr_t kSmallSlabBytes = 64 * 1024;
+
+struct NewSlab {
+  char* base;   // its first byte
+  char* taken;  // the one object handed out of it
+};
+
+// In a child: a new slab of the class, and its object handed out.
+NewSlab start_new_slab() {
+  ClassCountFn count = class_count_fn();
+  ClassStatsFn stats = class_stats_fn();
+  unsigned c = 0;
+  struct roost_class_stats now {};
+  while (c < count() && (stats(c, &now) != 0 || now.size != kFreshClassSlot)) c++;
+  for (int i = 0; i < 100000; i++) {
+    uint64_t before = stats(c, &now) == 0 ? now.slabs : 0;
+    auto* p = static_cast<char*>(g_malloc(kFreshClassSize));
+    if (stats(c, &now) == 0 && now.slabs > before) {
+      auto base = reinterpret_cast<uintptr_t>(p) & ~(kSmallSlabBytes - 1);
+      return {reinterpret_cast<char*>(base), p};
+    }
+  }
+  child_check(false, "no new slab of the class");
+  return {};
+}
+
+// The objects below: another allocator (observed) has no slabs to count.
+bool new_slabs_seen() { return build_under_test() != "observe"; }
+
+}  // namespace
+
+// An object of the new slab's first carve other than the one handed out.
+TEST(InvalidFree, ObjectStartCarvedButNeverHandedOut) {
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
+  expect_caught_child_object(Caught::kAll, "double free", kFreshClassSlot, [] {
+    char* q;
+    if (new_slabs_seen()) {
+      NewSlab s = start_new_slab();
+      q = s.taken == s.base ? s.base + kFreshClassSlot : s.base;
+    } else {
+      q = static_cast<char*>(g_malloc(kFreshClassSize)) + kFreshClassSlot;
+    }
+    say_address(q);
+    g_free(q);
+  });
+}
+
+// An object start past what the slab has carved (its 40th object, past the
+// first carve's page).  The default and secure builds do not check it (the
+// free is taken as the object's, and the slab's counts go wrong); the
+// hardened build finds no canary there.
+TEST(InvalidFree, ObjectStartNeverCarved) {
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
+  expect_caught_child_object(Caught::kHardened, "buffer overflow", kFreshClassSlot, [] {
+    char* q;
+    if (new_slabs_seen()) {
+      q = start_new_slab().base + 40 * kFreshClassSlot;
+    } else {
+      q = static_cast<char*>(g_malloc(kFreshClassSize)) + 40 * kFreshClassSlot;
+    }
+    say_address(q);
+    g_free(q);
+  });
+}
+
+TEST(InvalidFree, ObjectStartNeverCarvedTheDefaultAndSecureBuildsRunOn) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "the default and secure builds' behaviour (the hardened build catches it)";
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
+  ChildResult r = run_in_child([] { g_free(start_new_slab().base + 40 * kFreshClassSlot); }, 30);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_EQ(r.err, "");
 }
 
 // ---- writes into freed objects: after free, and overflows ---------------------
@@ -761,16 +900,25 @@ TEST(Overflow, OneByteByStorePastASmallObjectThenUsableSize) {
 }
 
 // Overflows past a large object: the bytes between the size asked for and
-// the page boundary hold a canary that free and realloc check; the page
-// after the object faults.
+// the page boundary hold a canary that free and realloc check (a size of
+// whole pages gets a page of them); the page after those faults, and the
+// fault is named.
 
 namespace {
 
 // Large objects (above 256 KiB).  300 000 bytes: 3 104 bytes of slack
 // before the page boundary.
 constexpr size_t kLargeSize = 300000;
-// Exactly 80 pages: no slack, the guard page right after the last byte.
+// Exactly 80 pages of 4 KiB: a page of slack (a canary) follows, then the
+// guard page.
 constexpr size_t kPageExactSize = 80 * 4096;
+
+// Where the guard page after a large object of `size` bytes starts: past
+// its slack, at least a byte, up to the OS's page boundary.
+size_t guard_offset(size_t size) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + 1 + page - 1) / page * page;
+}
 
 // ROOST_LARGE_GUARDS=0: the hardened build's large objects have their
 // canary only, as the secure build's have.
@@ -814,22 +962,37 @@ TEST(Overflow, OneByteByStorePastALargeObjectThenRealloc) {
 }
 
 TEST(Overflow, OneByteByStorePastAPageExactLargeObject) {
-  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
   auto* p = static_cast<char*>(g_malloc(kPageExactSize));
-  expect_access_faults(Caught::kHardened, [p] {
-    static_cast<volatile char*>(p)[kPageExactSize] = 1;
+  expect_caught(Caught::kSecure, "buffer overflow", p, [p] {
+    p[kPageExactSize] = static_cast<char>(~p[kPageExactSize]);
     g_free(p);
   });
   g_free(p);
 }
 
-TEST(Overflow, OneByteByStorePastAHugeObject) {
+// A store into the guard page faults at once, and the handler names the
+// object ("roost: access at 0x...: buffer overflow 0x<object> (size class
+// <its size> bytes)").
+TEST(Overflow, StoreIntoTheGuardPageAfterALargeObject) {
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  for (size_t size : {kLargeSize, kPageExactSize}) {
+    auto* p = static_cast<char*>(g_malloc(size));
+    ASSERT_NE(p, nullptr);
+    expect_caught_object(Caught::kHardened, "buffer overflow", p, size, [p, size] {
+      static_cast<volatile char*>(p)[guard_offset(size)] = 1;
+      g_free(p);
+    });
+    g_free(p);
+  }
+}
+
+TEST(Overflow, StoreIntoTheGuardPageAfterAHugeObject) {
   if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
   size_t size = size_t{3} << 29;  // 1.5 GiB: mapped alone
   auto* p = static_cast<char*>(g_malloc(size));
   ASSERT_NE(p, nullptr);
-  expect_access_faults(Caught::kHardened, [p, size] {
-    static_cast<volatile char*>(p)[size] = 1;
+  expect_caught_object(Caught::kHardened, "buffer overflow", p, size, [p, size] {
+    static_cast<volatile char*>(p)[guard_offset(size)] = 1;
     g_free(p);
   });
   g_free(p);
@@ -837,30 +1000,36 @@ TEST(Overflow, OneByteByStorePastAHugeObject) {
 
 // ---- zero-size allocations ----------------------------------------------
 
+// The access faults at once, and the handler names the allocation:
+// "roost: access at 0x...: access to a zero-size allocation 0x<it> (size
+// class 0 bytes)".
+constexpr const char* kZeroSizeAccess = "access to a zero-size allocation";
+
 TEST(ZeroSize, ReadOfMallocZero) {
-  expect_access_faults(Caught::kSecure, [] {
-    auto* z = static_cast<volatile char*>(g_malloc(0));
-    escape(const_cast<char*>(z));
+  auto* z = static_cast<volatile char*>(g_malloc(0));
+  expect_caught_object(Caught::kSecure, kZeroSizeAccess, const_cast<char*>(z), 0, [z] {
     char c = z[0];
     escape(&c);
   });
+  g_free(const_cast<char*>(z));
 }
 
 TEST(ZeroSize, WriteIntoMallocZeroByMemcpy) {
-  expect_access_faults(Caught::kSecure, [] {
-    void* z = g_malloc(0);
+  void* z = g_malloc(0);
+  expect_caught_object(Caught::kSecure, kZeroSizeAccess, z, 0, [z] {
     memcpy(z, g_bytes, 8);
     escape(z);
   });
+  g_free(z);
 }
 
 TEST(ZeroSize, ReadOfAnEmptyNewArray) {
-  expect_access_faults(Caught::kSecure, [] {
-    auto* z = new char[g_zero];
-    escape(z);
+  auto* z = new char[g_zero];
+  expect_caught_object(Caught::kSecure, kZeroSizeAccess, z, 0, [z] {
     char c = static_cast<volatile char*>(z)[0];
     escape(&c);
   });
+  delete[] z;
 }
 
 // ---- delete and delete[] mismatched -----------------------------------------
@@ -1021,14 +1190,15 @@ TEST(SecureZeroSize, AThreadsFirstAllocation) {
 
 namespace {
 
-// In a child: `p` (`size` bytes asked for, page-rounded up to the guard
-// page) is written up to its end; a store one page further out faults
-// (without guard pages it does not, and the child exits).
+// In a child: `p` (`size` bytes asked for; its slack, then the guard page)
+// is written up to its end; a store into the guard page faults, named as a
+// buffer overflow of `p` (without guard pages it does not, and the child
+// exits).
 void expect_guard_after(char* p, size_t size) {
+  size_t end = guard_offset(size);
   ChildResult r = run_in_child(
-      [p, size] {
+      [p, size, end] {
         memset(p, 3, size);
-        size_t end = (size + 4095) & ~size_t{4095};
         static_cast<volatile char*>(p)[end] = 1;
       },
       30);
@@ -1037,7 +1207,9 @@ void expect_guard_after(char* p, size_t size) {
     return;
   }
   EXPECT_FALSE(r.exited) << r.describe();
-  EXPECT_EQ(r.signal, SIGSEGV) << r.describe();
+  EXPECT_EQ(r.signal, SIGABRT) << r.describe();
+  EXPECT_EQ(r.err, "roost: access at " + hex(p + end) + ": buffer overflow " + hex(p) +
+                       " (size class " + std::to_string(size) + " bytes)\n");
 }
 
 }  // namespace
@@ -1104,10 +1276,96 @@ TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
   }
   expect_guard_after(live.front(), kLargeSize);
   char* last = live.back();
-  size_t end = (kLargeSize + 4095) & ~size_t{4095};
+  size_t end = guard_offset(kLargeSize);
   ChildResult r = run_in_child([last, end] { static_cast<volatile char*>(last)[end] = 1; }, 30);
   EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
   for (char* p : live) g_free(p);
+}
+
+// ---- reuse order and freed contents: the default and secure builds ----------
+
+// New objects follow one another in their slab (a class no other case
+// uses, so its first slab is fresh).
+TEST(ReuseOrder, NewObjectsFollowOneAnother) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "the default and secure builds' order (the hardened build's is random)";
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 objects come from the service's rings";
+  std::vector<char*> objects;
+  for (int i = 0; i < 200; i++) objects.push_back(static_cast<char*>(g_malloc(224)));
+  int in_order = 0;
+  for (size_t i = 1; i < objects.size(); i++) in_order += objects[i] - objects[i - 1] == 224;
+  // (A step to a new slab, or to a page its carve left for later, breaks
+  // the run now and then.)
+  EXPECT_GE(in_order, 190) << "of 199 steps";
+  for (char* p : objects) g_free(p);
+}
+
+// A freed object comes back once the objects already at hand are handed
+// out: after the same number of allocations in every run of the same
+// program.  Each run is a fresh process (roost's secrets and addresses
+// drawn anew); the count is printed for the parent.
+TEST(ReuseOrderChild, CountAllocationsUntilAFreedObjectComesBack) {
+  if (getenv("ROOSTTEST_REUSE_CHILD") == nullptr) GTEST_SKIP() << "runs in a fresh process";
+  std::vector<void*> before;
+  for (int i = 0; i < 100; i++) before.push_back(g_malloc(96));
+  void* p = before[37];
+  g_free(p);
+  int count = 1;
+  std::vector<void*> after;
+  for (; count <= 100000; count++) {
+    void* q = g_malloc(96);
+    after.push_back(q);
+    if (q == p) break;
+  }
+  printf("comes_back_after=%d\n", count);
+  for (void* q : after) g_free(q);
+  for (void* q : before)
+    if (q != p) g_free(q);
+}
+
+TEST(ReuseOrder, AFreedObjectComesBackAfterTheSameNumberOfAllocationsInEveryRun) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "the default and secure builds' order (the hardened build's is random)";
+  if (getenv("ROOSTTEST_REUSE_CHILD") != nullptr) GTEST_SKIP() << "not in a child";
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's pace decides";
+  std::vector<long> counts;
+  for (int run = 0; run < 3; run++) {
+    std::string out;
+    int status =
+        run_case_in_fresh_process("ReuseOrderChild.CountAllocationsUntilAFreedObjectComesBack",
+                                  {"ROOSTTEST_REUSE_CHILD=1"}, &out);
+    ASSERT_TRUE(passed(status, out)) << out;
+    size_t at = out.find("comes_back_after=");
+    ASSERT_NE(at, std::string::npos) << out;
+    counts.push_back(atol(out.c_str() + at + strlen("comes_back_after=")));
+  }
+  EXPECT_GE(counts[0], 1);
+  EXPECT_LE(counts[0], 100000) << "never came back";
+  EXPECT_EQ(counts[1], counts[0]);
+  EXPECT_EQ(counts[2], counts[0]);
+}
+
+// What a freed object held stays there until it is handed out again (past
+// its first 16 bytes: its link and tag or mark).  Read back in a child.
+TEST(FreedContents, KeptUntilTheObjectIsReused) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "the default and secure builds' behaviour (the hardened build zeroes them)";
+  for (size_t size : {size_t{256}, size_t{4000}, size_t{100000}}) {
+    auto* p = static_cast<unsigned char*>(g_malloc(size));
+    memset(p, 0xab, size);
+    ChildResult r = run_in_child(
+        [p, size] {
+          g_free(p);
+          const volatile unsigned char* v = p;
+          for (size_t i = 16; i < size; i++) child_check(v[i] == 0xab, "a byte changed");
+        },
+        30);
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
+    g_free(p);
+  }
 }
 
 // ---- the hardened build's reuse order ---------------------------------------
@@ -1147,18 +1405,6 @@ TEST(HardenedReuse, AFreedObjectWaitsInQuarantine) {
       },
       30);
   EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
-}
-
-// Slabs held of the size class whose objects are `size` bytes, or 0.
-uint64_t class_slabs(size_t size) {
-  ClassCountFn count = class_count_fn();
-  ClassStatsFn stats = class_stats_fn();
-  if (count == nullptr || stats == nullptr) return 0;
-  for (unsigned c = 0; c < count(); c++) {
-    struct roost_class_stats s {};
-    if (stats(c, &s) == 0 && s.size == size) return s.slabs;
-  }
-  return 0;
 }
 
 // A thread's exit empties its quarantine: the objects it freed last go
@@ -1225,4 +1471,108 @@ TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
   for (size_t i = 1; i < objects.size(); i++) in_order += objects[i] - objects[i - 1] == 176;
   EXPECT_LT(in_order, 50) << "of 199 steps";
   for (char* p : objects) g_free(p);
+}
+
+// ---- the README's table -------------------------------------------------------
+
+// Every row of the README's table of what each build catches names, in a
+// comment in its first cell, the cases above that check it
+// ("<!-- cases: Suite.Name ... -->"), and the row holds in the build under
+// test as its column says: a cell that starts with "caught" needs a case
+// that this build must catch (run_case's level) and every such case
+// passed; "not caught" or "not checked", no case this build must catch;
+// any other cell (an order, what memory holds) a case that ran here and
+// passed.  Rows without cases are "for" and "cost" only.  The last case of
+// the file: it reads the results of those before it.
+TEST(ReadmeSecurityTable, EveryRowHoldsInThisBuild) {
+  std::string build = build_under_test();
+  int column = build == "default" ? 1 : build == "secure" ? 2 : build == "hardened" ? 3 : 0;
+  if (column == 0) GTEST_SKIP() << "ROOSTTEST_BUILD is not default, secure or hardened";
+#ifndef ROOSTTEST_README
+  GTEST_SKIP() << "built without the README's path";
+#else
+  std::ifstream in(ROOSTTEST_README);
+  ASSERT_TRUE(in.good()) << ROOSTTEST_README;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t header = text.find("| | default: `libroost` |");
+  ASSERT_NE(header, std::string::npos) << "the table's header row";
+  const ::testing::UnitTest* unit = ::testing::UnitTest::GetInstance();
+  auto find_case = [unit](const std::string& name) -> const ::testing::TestInfo* {
+    for (int i = 0; i < unit->total_test_suite_count(); i++) {
+      const ::testing::TestSuite* suite = unit->GetTestSuite(i);
+      for (int j = 0; j < suite->total_test_count(); j++) {
+        const ::testing::TestInfo* t = suite->GetTestInfo(j);
+        if (std::string(suite->name()) + "." + t->name() == name) return t;
+      }
+    }
+    return nullptr;
+  };
+  std::istringstream lines(text.substr(header));
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line) && !line.empty() && line[0] == '|') {
+    if (line.rfind("| |", 0) == 0 || line.rfind("|---", 0) == 0) continue;
+    // The cells between the bars (no row's text holds a bar of its own).
+    std::vector<std::string> cells;
+    for (size_t at = 1; at < line.size();) {
+      size_t bar = line.find('|', at);
+      if (bar == std::string::npos) break;
+      std::string cell = line.substr(at, bar - at);
+      cell.erase(0, cell.find_first_not_of(' '));
+      cell.erase(cell.find_last_not_of(' ') + 1);
+      cells.push_back(cell);
+      at = bar + 1;
+    }
+    ASSERT_EQ(cells.size(), 4u) << line;
+    rows++;
+    std::string first = cells[0];
+    size_t comment = first.find("<!-- cases:");
+    if (comment == std::string::npos) {
+      EXPECT_TRUE(first == "for" || first.rfind("cost", 0) == 0)
+          << "a row with no cases: " << first;
+      continue;
+    }
+    std::istringstream names(
+        first.substr(comment + strlen("<!-- cases:"),
+                     first.find("-->", comment) - comment - strlen("<!-- cases:")));
+    std::string row = first.substr(0, comment);
+    std::string cell = cells[column];
+    bool must_catch = cell.rfind("caught", 0) == 0;
+    bool must_not = cell.rfind("not caught", 0) == 0 || cell.rfind("not checked", 0) == 0;
+    bool any_caught = false, any_ran = false;
+    std::string name;
+    while (names >> name) {
+      const ::testing::TestInfo* t = find_case(name);
+      ASSERT_NE(t, nullptr) << row << ": no case " << name;
+      if (!t->should_run())
+        GTEST_SKIP() << "a filter left out " << name << ": run the whole catalog";
+      const ::testing::TestResult* r = t->result();
+      bool passed = r->Passed() && !r->Skipped();
+      any_ran |= passed;
+      auto level = caught_levels().find(name);
+      if (level == caught_levels().end()) continue;
+      bool catches_here = level->second == Caught::kAll ||
+                          (level->second == Caught::kSecure && column >= 2) ||
+                          (level->second == Caught::kHardened && column == 3);
+      if (!catches_here) continue;
+      any_caught = true;
+      if (must_catch) {
+        // (Under ROOST_OFFLOAD=1 a case may skip, saying why.)
+        EXPECT_TRUE(passed || (offload_on() && r->Skipped()))
+            << row << ": " << name << " did not pass in the " << build << " build";
+      }
+      EXPECT_FALSE(must_not) << row << ": the " << build << " column says \"" << cell << "\", but "
+                             << name << " is caught here";
+    }
+    // (Under ROOST_OFFLOAD=1 some rows' cases all skip, saying why.)
+    if (must_catch) {
+      EXPECT_TRUE(any_caught || offload_on())
+          << row << ": no case the " << build << " build catches";
+    }
+    if (!must_catch && !must_not) {
+      EXPECT_TRUE(any_ran || offload_on()) << row << ": no case ran in the " << build << " build";
+    }
+  }
+  EXPECT_GE(rows, 10) << "the table's rows";
+#endif
 }

@@ -14,6 +14,7 @@
 #include "ds/secret.h"
 #include "ds/spinlock.h"
 #include "options.h"
+#include "platform/access_fault.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -152,8 +153,11 @@ std::atomic<size_t> g_guards{0};
 bool place_guard(uintptr_t end) {
   if (config::kMaxLargeGuards == 0 || options::get(options::kLargeGuards) == 0) return false;
   if (g_guards.fetch_add(1, std::memory_order_relaxed) < config::kMaxLargeGuards &&
-      large_guard::place(end))
+      large_guard::place(end)) {
+    // A store into it then ends in roost's diagnostic, not a bare SIGSEGV.
+    access_fault::arm();
     return true;
+  }
   g_guards.fetch_sub(1, std::memory_order_relaxed);
   return false;
 }
@@ -209,6 +213,26 @@ void* alloc_apart(size_t size) {
 }
 
 bool is_freed(const ChunkMeta* m) { return m == &g_freed_record || m == &g_freed_huge_record; }
+
+const ChunkMeta* guarded_by(uintptr_t addr) {
+  if constexpr (!config::kGuardLarge) return nullptr;
+  // An object maps its first granule only: the nearest record at or below
+  // `addr` is its own when `addr` is in its guard page.  Huge objects reach
+  // further than regions; the walk stops after 64 GiB of granules.
+  constexpr uintptr_t kMostGranules = uintptr_t{1} << 20;
+  uintptr_t index = addr >> config::kGranuleBits;
+  if (index >= pagemap::g_limit) return nullptr;
+  for (uintptr_t i = 0; i <= index && i < kMostGranules; i++) {
+    uintptr_t entry = pagemap::g_entries[index - i].load(std::memory_order_relaxed);
+    if (entry == 0) continue;
+    const ChunkMeta* m = pagemap::decode(entry);
+    ChunkKind kind = kind_of(m);
+    if ((kind != ChunkKind::kLarge && kind != ChunkKind::kHuge) || !m->guarded) return nullptr;
+    uintptr_t guard = m->base + m->large_size;
+    return addr >= guard && addr - guard < os::page_size() ? m : nullptr;
+  }
+  return nullptr;
+}
 
 size_t freed_size(const ChunkMeta* m, const void* p) {
   auto base = reinterpret_cast<uintptr_t>(p);

@@ -28,8 +28,14 @@ namespace roost::large {
 // bytes are whole pages, and its chunk (or a huge object's mapping) starts
 // on a granule, so its end, where the hardened build's guard page goes and
 // where an in-place shrink gives the tail back, is page-aligned as
-// mprotect, munmap and madvise require.
-constexpr size_t usable_for(size_t size, size_t page) { return bits::align_up(size, page); }
+// mprotect, munmap and madvise require.  Where a canary follows the
+// object (config::kGuardLarge) they reach at least one byte past the size
+// asked for, so that every size has slack for it: a size of whole pages
+// gets a page more.
+inline constexpr size_t kCanarySlackMin = config::kGuardLarge ? 1 : 0;
+constexpr size_t usable_for(size_t size, size_t page) {
+  return bits::align_up(size + kCanarySlackMin, page);
+}
 // The guard page after those bytes: one page in the secure and hardened
 // builds (made inaccessible in the hardened one), none in the default build.
 constexpr size_t guard_for(size_t page) { return config::kGuardLarge ? page : 0; }
@@ -95,6 +101,12 @@ inline size_t usable(const ChunkMeta* m) {
 // Secure build: the first byte past usable(m) that the program overwrote
 // (a buffer overflow), or 0.  Always 0 in the default build.
 uintptr_t overwritten(const ChunkMeta* m);
+
+// The large or huge object whose guard page (hardened build) holds `addr`,
+// or nullptr: for a fault's diagnostic (platform/access_fault.h), so it
+// only reads (the pagemap, back from `addr` to the nearest record, and that
+// record) and is async-signal-safe.
+const ChunkMeta* guarded_by(uintptr_t addr);
 
 // Is `m` a record a freed object's first granule maps to until the granule
 // is used again (kind kFreedLarge; no owner; one for large objects, one for

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/spinlock.h"
+#include "platform/access_fault.h"
 #include "platform/os.h"
 
 namespace roost::zero_size {
@@ -49,6 +50,9 @@ ROOST_SLOW uintptr_t set_up() {
     g_refused.store(true, std::memory_order_relaxed);
     return 0;
   }
+  // A read or write of one then ends in roost's diagnostic, not a bare
+  // SIGSEGV.
+  access_fault::arm();
   g_live = static_cast<std::atomic<uint64_t>*>(bits_mem);
   auto* m = new (meta_mem) ChunkMeta();
   set_kind(m, ChunkKind::kZeroSize);

@@ -16,10 +16,12 @@
 #include "ds/slack_canary.h"
 #include "ds/spinlock.h"
 #include "frontend/adoption.h"
+#include "frontend/checks.h"
 #include "frontend/offload.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
+#include "platform/access_fault.h"
 #include "platform/error.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
@@ -255,6 +257,10 @@ ROOST_COMMON_TEXT bool global_init() {
         return false;
       }
       if (!os::install_thread_exit_hook(on_thread_exit)) return false;
+      // Where roost makes ranges that fault (guard pages, zero-size
+      // allocations), a fault in one is named (armed by the first).
+      if constexpr (config::kZeroSizeFaults || config::kMaxLargeGuards > 0)
+        access_fault::set_namer(checks::name_access_fault);
       ChunkCache::set_shortage_hook(help_pooled);
       g_adoption = options::get(options::kAdopt) != 0;
       if (g_adoption) adoption::set_source({give_offered_slab, give_this_slab});

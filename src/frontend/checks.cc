@@ -84,6 +84,19 @@ void large_intact(const ChunkMeta* m, const char* where) {
     fault(where, kBufferOverflow, reinterpret_cast<const void*>(m->base), large::usable(m));
 }
 
+void name_access_fault(uintptr_t addr) {
+  char where[48];
+  err::Text(where, sizeof(where)).str("access at ").hex(addr);
+  const ChunkMeta* m = pagemap::lookup(reinterpret_cast<const void*>(addr));
+  if (m != nullptr && kind_of(m) == ChunkKind::kZeroSize) {
+    // The allocation is the 16-byte step the access is in.
+    uintptr_t step = addr & ~uintptr_t{config::kMinAlloc - 1};
+    fault(where, kZeroSizeAccess, reinterpret_cast<const void*>(step), 0);
+  }
+  if (const ChunkMeta* g = large::guarded_by(addr))
+    fault(where, kBufferOverflow, reinterpret_cast<const void*>(g->base), large::usable(g));
+}
+
 void sized_free(const void* p, size_t size, size_t align, const char* where) {
   // Pointers that are not object starts are left to the free, which names
   // what they are.

@@ -34,6 +34,7 @@ inline constexpr const char* kCorruptedFreeList = "corrupted free list";
 inline constexpr const char* kFreedObjectWritten = "write to a freed object";
 inline constexpr const char* kSizeMismatch = "size mismatch";
 inline constexpr const char* kBufferOverflow = "buffer overflow";
+inline constexpr const char* kZeroSizeAccess = "access to a zero-size allocation";
 
 [[noreturn]] ROOST_SLOW void fault(const char* where, const char* what, const void* p, size_t size);
 
@@ -91,9 +92,10 @@ ROOST_INLINE void note_handed_out(void* p) {
 
 // An object of slab `m` that waits to be handed out without having been
 // freed (one carved from a slab's tail, or one the service put on an
-// offload ring) is kept as a freed object would be: marked, and filled.
+// offload ring) is kept as a freed object would be: tagged or marked (a
+// free of it is then caught as a double free), and filled.
 ROOST_INLINE void note_unused(const ChunkMeta* m, void* p) {
-  if constexpr (config::kEncodeLinks) free_mark::set(p, m);
+  if constexpr (config::kEncodeLinks || config::kTagFreed) free_mark::set(p, m);
   if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
 }
 
@@ -280,6 +282,15 @@ void batch(const ChunkMeta* m, const slab_batch::Batch& b);
 // between the size asked for and its guard page must hold their canary
 // still (backend/large_guard.h), or it overflowed.  Names the object.
 void large_intact(const ChunkMeta* m, const char* where);
+
+// ---- accesses that fault (secure and hardened builds) ----
+
+// The fault at `addr` that roost's own inaccessible memory stopped, named:
+// a store or load in a large object's guard page (a buffer overflow, naming
+// the object), or through a zero-size allocation.  Returns when `addr` is
+// none of roost's.  Runs in the SIGSEGV handler (platform/access_fault.h):
+// it only reads, and writes its line with write(2).
+void name_access_fault(uintptr_t addr);
 
 // ---- sized frees (secure build) ----
 

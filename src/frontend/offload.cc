@@ -115,10 +115,8 @@ void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
   s->uncount_alloc(sc);
-  if constexpr (config::kEncodeLinks || config::kFillFreed)
+  if constexpr (config::kTagFreed || config::kEncodeLinks || config::kFillFreed)
     checks::note_parked(pagemap::lookup(p), p);
-  // The default build's free tag too: a free of it now is a double free.
-  if constexpr (config::kTagFreed) free_mark::set(p, pagemap::lookup(p));
   return p;
 }
 

@@ -1,6 +1,7 @@
 // frontend/profile.cc — implementation of frontend/profile.h.
 #include "frontend/profile.h"
 
+#include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "ds/sampling.h"
 #include "ds/sizeclass.h"
@@ -223,7 +224,8 @@ bool note_sampled(ChunkMeta* m, unsigned sc, const void* caller) {
 
 void note_large(ChunkMeta* m, const void* caller) {
   if (!may_sample()) return;
-  uint64_t size = m->large_size;
+  // The bytes the program may use (the secure build's: the size asked for).
+  uint64_t size = large::usable(m);
   if (!t_large_started) {
     t_large_left = next_interval();
     t_large_started = true;

@@ -179,10 +179,12 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list, uint32_t batch = kClass
   uint32_t count = carve_count(m, batch);
   uint32_t size = m->obj_size;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * size;
-  // The secure build keeps each carved object as a freed one would be
-  // (checks::note_unused), as the list is linked.
+  // Each carved object is kept as a freed one would be (checks::note_unused:
+  // tagged or marked, so a free of it before it is handed out is caught),
+  // as the list is linked.
   auto keep = [&](FreeObject* o) {
-    if constexpr (config::kEncodeLinks || config::kFillFreed) checks::note_unused(m, o);
+    if constexpr (config::kTagFreed || config::kEncodeLinks || config::kFillFreed)
+      checks::note_unused(m, o);
   };
   if constexpr (config::kShuffle)
     list = freelist::build_shuffled(first, size, count, list, secret::g_value ^ first, keep);
