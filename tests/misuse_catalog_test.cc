@@ -970,25 +970,10 @@ TEST(Overflow, OneByteByStorePastAPageExactLargeObject) {
   g_free(p);
 }
 
-// A store into the guard page faults at once, and the handler names the
-// object ("roost: access at 0x...: buffer overflow 0x<object> (size class
-// <its size> bytes)").
-TEST(Overflow, StoreIntoTheGuardPageAfterALargeObject) {
-  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
-  for (size_t size : {kLargeSize, kPageExactSize}) {
-    auto* p = static_cast<char*>(g_malloc(size));
-    ASSERT_NE(p, nullptr);
-    expect_caught_object(Caught::kHardened, "buffer overflow", p, size, [p, size] {
-      static_cast<volatile char*>(p)[guard_offset(size)] = 1;
-      g_free(p);
-    });
-    g_free(p);
-  }
-}
-
-TEST(Overflow, StoreIntoTheGuardPageAfterAHugeObject) {
-  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
-  size_t size = size_t{3} << 29;  // 1.5 GiB: mapped alone
+// A store into the guard page after an object of `size` bytes faults at
+// once, and the handler names the object ("roost: access at 0x...: buffer
+// overflow 0x<object> (size class <its size> bytes)").
+void expect_guard_page_named(size_t size) {
   auto* p = static_cast<char*>(g_malloc(size));
   ASSERT_NE(p, nullptr);
   expect_caught_object(Caught::kHardened, "buffer overflow", p, size, [p, size] {
@@ -996,6 +981,17 @@ TEST(Overflow, StoreIntoTheGuardPageAfterAHugeObject) {
     g_free(p);
   });
   g_free(p);
+}
+
+TEST(Overflow, StoreIntoTheGuardPageAfterALargeObject) {
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  expect_guard_page_named(kLargeSize);
+  expect_guard_page_named(kPageExactSize);
+}
+
+TEST(Overflow, StoreIntoTheGuardPageAfterAHugeObject) {
+  if (large_guards_off()) GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard pages";
+  expect_guard_page_named(size_t{3} << 29);  // 1.5 GiB: mapped alone
 }
 
 // ---- zero-size allocations ----------------------------------------------
@@ -1284,6 +1280,22 @@ TEST(SecureLarge, GuardsComeBackAfterFreesAndStopAtTheCap) {
 
 // ---- reuse order and freed contents: the default and secure builds ----------
 
+namespace {
+
+// Of 200 objects of `size` bytes allocated one after another, how many
+// follow the one before by `size` bytes (of 199).
+int steps_in_order(size_t size) {
+  std::vector<char*> objects;
+  for (int i = 0; i < 200; i++) objects.push_back(static_cast<char*>(g_malloc(size)));
+  int in_order = 0;
+  for (size_t i = 1; i < objects.size(); i++)
+    in_order += objects[i] - objects[i - 1] == static_cast<ptrdiff_t>(size);
+  for (char* p : objects) g_free(p);
+  return in_order;
+}
+
+}  // namespace
+
 // New objects follow one another in their slab (a class no other case
 // uses, so its first slab is fresh).
 TEST(ReuseOrder, NewObjectsFollowOneAnother) {
@@ -1291,14 +1303,9 @@ TEST(ReuseOrder, NewObjectsFollowOneAnother) {
   if (build != "default" && build != "secure")
     GTEST_SKIP() << "the default and secure builds' order (the hardened build's is random)";
   if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 objects come from the service's rings";
-  std::vector<char*> objects;
-  for (int i = 0; i < 200; i++) objects.push_back(static_cast<char*>(g_malloc(224)));
-  int in_order = 0;
-  for (size_t i = 1; i < objects.size(); i++) in_order += objects[i] - objects[i - 1] == 224;
   // (A step to a new slab, or to a page its carve left for later, breaks
   // the run now and then.)
-  EXPECT_GE(in_order, 190) << "of 199 steps";
-  for (char* p : objects) g_free(p);
+  EXPECT_GE(steps_in_order(224), 190) << "of 199 steps";
 }
 
 // A freed object comes back once the objects already at hand are handed
@@ -1347,20 +1354,18 @@ TEST(ReuseOrder, AFreedObjectComesBackAfterTheSameNumberOfAllocationsInEveryRun)
   EXPECT_EQ(counts[2], counts[0]);
 }
 
-// What a freed object held stays there until it is handed out again (past
-// its first 16 bytes: its link and tag or mark).  Read back in a child.
-TEST(FreedContents, KeptUntilTheObjectIsReused) {
-  std::string build = build_under_test();
-  if (build != "default" && build != "secure")
-    GTEST_SKIP() << "the default and secure builds' behaviour (the hardened build zeroes them)";
+// Objects of 256, 4000 and 100 000 bytes, each filled with 0xab and freed
+// in a child, which reads it back through a volatile pointer: byte i (from
+// 16 on: the link and the tag or mark come first) must hold want(i).
+void expect_freed_bytes(unsigned char (*want)(size_t i)) {
   for (size_t size : {size_t{256}, size_t{4000}, size_t{100000}}) {
     auto* p = static_cast<unsigned char*>(g_malloc(size));
     memset(p, 0xab, size);
     ChildResult r = run_in_child(
-        [p, size] {
+        [p, size, want] {
           g_free(p);
           const volatile unsigned char* v = p;
-          for (size_t i = 16; i < size; i++) child_check(v[i] == 0xab, "a byte changed");
+          for (size_t i = 16; i < size; i++) child_check(v[i] == want(i), "a byte changed");
         },
         30);
     EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
@@ -1368,27 +1373,23 @@ TEST(FreedContents, KeptUntilTheObjectIsReused) {
   }
 }
 
+// What a freed object held stays there until it is handed out again (past
+// its first 16 bytes: its link and tag or mark).  Read back in a child.
+TEST(FreedContents, KeptUntilTheObjectIsReused) {
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure")
+    GTEST_SKIP() << "the default and secure builds' behaviour (the hardened build zeroes them)";
+  expect_freed_bytes([](size_t) -> unsigned char { return 0xab; });
+}
+
 // ---- the hardened build's reuse order ---------------------------------------
 
 // Zero on free: what a program stored in a small object does not outlive
 // its free (bytes 16 to 64 hold the freed pattern, the first 16 the link
-// and the mark).  Read back in a child, through a volatile pointer.
+// and the mark).
 TEST(HardenedReuse, FreedObjectsAreZeroedPastTheirPattern) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
-  for (size_t size : {size_t{256}, size_t{4000}, size_t{100000}}) {
-    auto* p = static_cast<unsigned char*>(g_malloc(size));
-    memset(p, 0xab, size);
-    ChildResult r = run_in_child(
-        [p, size] {
-          g_free(p);
-          const volatile unsigned char* v = p;
-          for (size_t i = 16; i < 64; i++) child_check(v[i] == 0xdf, "a byte not the pattern");
-          for (size_t i = 64; i < size; i++) child_check(v[i] == 0, "a byte not zeroed");
-        },
-        30);
-    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
-    g_free(p);
-  }
+  expect_freed_bytes([](size_t i) -> unsigned char { return i < 64 ? 0xdf : 0; });
 }
 
 // The quarantine: a freed object is not handed out again while it waits,
@@ -1465,12 +1466,7 @@ TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
   // Fresh objects of an odd class: in the default build each follows the
   // last by the class size.
-  std::vector<char*> objects;
-  for (int i = 0; i < 200; i++) objects.push_back(static_cast<char*>(g_malloc(176)));
-  int in_order = 0;
-  for (size_t i = 1; i < objects.size(); i++) in_order += objects[i] - objects[i - 1] == 176;
-  EXPECT_LT(in_order, 50) << "of 199 steps";
-  for (char* p : objects) g_free(p);
+  EXPECT_LT(steps_in_order(176), 50) << "of 199 steps";
 }
 
 // ---- the README's table -------------------------------------------------------
