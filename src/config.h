@@ -52,7 +52,10 @@ inline constexpr size_t kRegionLimitShare = 16;
 // want), and the pagemap, which grows in place, from kPagemapBase (the
 // window's end).  Sanitizers own the address-space layout: under them (and
 // wherever the kernel does not honour the placement) the kernel places
-// everything and the pagemap covers the whole address space.
+// everything and the pagemap covers the whole address space.  The kernel
+// places everything in a ROOST_ASAN build too (below): it serves ld.so's
+// allocations while ASan starts up, before ASan maps its shadow memory
+// where the window would be.
 inline constexpr uintptr_t kWindowBase = uintptr_t{1} << 35;   // 32 GiB
 inline constexpr uintptr_t kPagemapBase = uintptr_t{1} << 44;  // 16 TiB
 // Under an address-space limit too small for a program that wants the low
@@ -70,7 +73,8 @@ inline constexpr size_t kWindowSpreadSlots = 255;
 inline constexpr size_t kSpreadLimitShare = 64;
 inline constexpr size_t kPagemapSpread = 4096;
 inline constexpr unsigned kPagemapStepBits = 32;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    (defined(ROOST_ASAN) && ROOST_ASAN)
 inline constexpr bool kPlaceInWindow = false;
 #else
 inline constexpr bool kPlaceInWindow = true;
@@ -273,6 +277,26 @@ inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at
 #ifndef ROOST_FREE_TAG
 #define ROOST_FREE_TAG 1
 #endif
+
+// Valgrind's memcheck told of every block roost hands out and takes back
+// (client requests: platform/memcheck.h), so that a program run under it
+// gets memcheck's reports on its own code through roost_malloc & co., and
+// through malloc & co. where valgrind leaves roost's in place (CMake's
+// ROOST_VALGRIND=ON; docs/DEBUGGING.md).  Off (the default), none of it is
+// compiled in.
+#ifndef ROOST_VALGRIND
+#define ROOST_VALGRIND 0
+#endif
+inline constexpr bool kValgrind = ROOST_VALGRIND != 0;
+// AddressSanitizer told which memory the program must not touch (freed, or
+// not handed out yet) and which it may (platform/asan.h), for a program
+// built with -fsanitize=address that links roost as its malloc: a use
+// after free in its code is reported at its line (CMake's ROOST_ASAN=ON;
+// docs/DEBUGGING.md).  Off (the default), none of it is compiled in.
+#ifndef ROOST_ASAN
+#define ROOST_ASAN 0
+#endif
+inline constexpr bool kAsan = ROOST_ASAN != 0;
 
 // Three levels (docs/SECURITY.md).  The default build keeps the checks
 // that cost its fast paths next to nothing.  The secure build

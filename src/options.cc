@@ -175,6 +175,12 @@ void imply(Id id, Id file, uint64_t value) {
 
 ROOST_COMMON_TEXT void load() {
   if (g_state.load(std::memory_order_acquire) == kRead) return;
+  // A ROOST_ASAN build serves ld.so's allocations while ASan starts up,
+  // before the environment is there: the defaults until it is, then the
+  // environment's values (config.h: kAsan).
+  if constexpr (config::kAsan) {
+    if (!env::present()) return;
+  }
   unsigned expected = kUnread;
   if (!g_state.compare_exchange_strong(expected, kReading, std::memory_order_acquire)) {
     // Another thread is reading the environment: a few microseconds, unless

@@ -3,11 +3,11 @@
 // glibc's introspection calls beside them.
 //
 // Must never: contain logic beyond naming; every body is one call into
-// api/api.h or api/introspection.h (or frontend/heap.h for malloc and the
-// frees).  All of them sit in this one object so a static link takes none
-// of glibc's malloc: glibc keeps mallinfo2, malloc_info and mallopt in the
-// same object as its malloc, so a program calling one of them that roost
-// did not define would pull glibc's malloc in beside roost's.
+// api/api.h or api/introspection.h.  All of them sit in this one object so
+// a static link takes none of glibc's malloc: glibc keeps mallinfo2,
+// malloc_info and mallopt in the same object as its malloc, so a program
+// calling one of them that roost did not define would pull glibc's malloc
+// in beside roost's.
 #include "api/api.h"
 #include "api/introspection.h"
 #include "frontend/service.h"
@@ -26,9 +26,9 @@ ROOST_COMMON_TEXT __attribute__((constructor)) static void read_options_at_start
 }
 
 ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void* malloc(size_t size) {
-  return heap::alloc(size);
+  return api::malloc(size);
 }
-ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void free(void* p) { heap::dealloc(p, "free"); }
+ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void free(void* p) { api::free(p, "free"); }
 ROOST_EXPORT ROOST_COMMON_TEXT void* calloc(size_t count, size_t size) {
   return api::calloc(count, size);
 }
@@ -49,14 +49,14 @@ ROOST_EXPORT void* valloc(size_t size) { return api::valloc(size); }
 ROOST_EXPORT void* pvalloc(size_t size) { return api::pvalloc(size); }
 ROOST_EXPORT ROOST_COMMON_TEXT size_t malloc_usable_size(void* p) { return api::usable_size(p); }
 ROOST_EXPORT ROOST_COMMON_TEXT void free_sized(void* p, size_t size) {
-  heap::dealloc_sized(p, size, 0, "free_sized");
+  api::free_sized(p, size, 0, "free_sized");
 }
 ROOST_EXPORT ROOST_COMMON_TEXT void free_aligned_sized(void* p, size_t align, size_t size) {
-  heap::dealloc_sized(p, size, align, "free_aligned_sized");
+  api::free_sized(p, size, align, "free_aligned_sized");
 }
 ROOST_EXPORT int malloc_trim(size_t pad) { return api::trim(pad); }
 // glibc's legacy name for free, still called by some programs.
-ROOST_EXPORT void cfree(void* p) { heap::dealloc(p, "cfree"); }
+ROOST_EXPORT void cfree(void* p) { api::free(p, "cfree"); }
 
 // glibc's introspection, with roost's figures (api/introspection.h).
 ROOST_EXPORT struct mallinfo2 mallinfo2(void) { return api::mallinfo2(); }

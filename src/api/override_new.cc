@@ -26,7 +26,7 @@ ROOST_SLOW void* new_failed(size_t size, size_t align, bool nothrow) {
     std::new_handler handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : nullptr;
     if (handler == nullptr) break;
     handler();
-    void* p = align <= config::kMinAlloc ? heap::alloc(size) : heap::alloc_aligned(align, size);
+    void* p = align <= config::kMinAlloc ? api::malloc(size) : api::aligned(align, size);
     if (p != nullptr) return p;
   }
   if (nothrow) return nullptr;
@@ -41,18 +41,18 @@ namespace {
 using roost::api::new_failed;
 
 ROOST_INLINE void* new_impl(size_t size) {
-  void* p = heap::alloc(size);
+  void* p = api::malloc(size);
   if (ROOST_LIKELY(p != nullptr)) return p;
   return new_failed(size, 1, false);
 }
 
-ROOST_INLINE void delete_impl(void* p) { heap::dealloc(p, "operator delete"); }
+ROOST_INLINE void delete_impl(void* p) { api::free(p, "operator delete"); }
 ROOST_INLINE void delete_sized(void* p, size_t size, size_t align = 0) {
-  heap::dealloc_sized(p, size, align, "operator delete");
+  api::free_sized(p, size, align, "operator delete");
 }
 
 ROOST_INLINE void* new_aligned(size_t size, std::align_val_t align) {
-  void* p = heap::alloc_aligned(static_cast<size_t>(align), size);
+  void* p = api::aligned(static_cast<size_t>(align), size);
   if (ROOST_LIKELY(p != nullptr)) return p;
   return new_failed(size, static_cast<size_t>(align), false);
 }

@@ -28,7 +28,7 @@ ROOST_SLOW void* nothrow_failed(size_t size, size_t align) noexcept {
 }
 
 ROOST_INLINE void* new_nothrow(size_t size, size_t align) noexcept {
-  void* p = align <= config::kMinAlloc ? heap::alloc(size) : heap::alloc_aligned(align, size);
+  void* p = align <= config::kMinAlloc ? api::malloc(size) : api::aligned(align, size);
   if (ROOST_LIKELY(p != nullptr)) return p;
   return nothrow_failed(size, align);
 }

@@ -7,8 +7,8 @@
 
 using namespace roost;
 
-ROOST_EXPORT void* roost_malloc(size_t size) { return heap::alloc(size); }
-ROOST_EXPORT void roost_free(void* p) { heap::dealloc(p, "roost_free"); }
+ROOST_EXPORT void* roost_malloc(size_t size) { return api::malloc(size); }
+ROOST_EXPORT void roost_free(void* p) { api::free(p, "roost_free"); }
 ROOST_EXPORT void* roost_calloc(size_t count, size_t size) { return api::calloc(count, size); }
 ROOST_EXPORT void* roost_realloc(void* p, size_t size) { return api::realloc(p, size); }
 ROOST_EXPORT void* roost_aligned_alloc(size_t align, size_t size) {

@@ -23,6 +23,7 @@
 #include "frontend/service.h"
 #include "frontend/slab.h"
 #include "options.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -106,6 +107,7 @@ void sum_allocators(AllocatorTotals& t) {
 namespace roost::stats {
 
 void take(Snapshot& s) {
+  memcheck::Quiet quiet;  // (roost's own records)
   s = {};
   offload::Still still;
   offload::Counters oc = still.counters();

@@ -7,7 +7,9 @@
 #include "config.h"
 #include "ds/bits.h"
 #include "ds/spinlock.h"
+#include "platform/asan.h"
 #include "platform/error.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -145,6 +147,7 @@ ROOST_COMMON_TEXT void* reserve_region(unsigned min_order, unsigned* order) {
     size_t size = size_t{1} << o;
     void* p = in_window() ? place_region(size) : os::reserve_aligned(size, size);
     if (p != nullptr) {
+      memcheck::unaddressable(p, size);  // (memcheck: what is not handed out)
       *order = o;
       g_any_region = true;
       return p;
@@ -163,12 +166,20 @@ void release_region(void* p, unsigned order) {
 }
 
 void* reserve_huge(size_t size, size_t align) {
-  if (!in_window()) return os::reserve_aligned(size, align);
-  LockGuard guard(g_lock);
-  return place_huge(size, align);
+  void* p;
+  if (!in_window()) {
+    p = os::reserve_aligned(size, align);
+  } else {
+    LockGuard guard(g_lock);
+    p = place_huge(size, align);
+  }
+  if (p != nullptr) memcheck::unaddressable(p, size);
+  return p;
 }
 
 bool release_huge(void* p, size_t size) {
+  // (ASan: whatever is mapped here next is not roost's to have poisoned.)
+  asan::unpoison(p, size);
   if (!os::release(p, size)) return false;
   if (in_window()) {
     uintptr_t at = reinterpret_cast<uintptr_t>(p);
@@ -180,6 +191,7 @@ bool release_huge(void* p, size_t size) {
 
 bool shrink_huge(void* p, size_t size, size_t keep) {
   uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  asan::unpoison(reinterpret_cast<void*>(at + keep), size - keep);  // (as release_huge)
   if (!os::release(reinterpret_cast<void*>(at + keep), size - keep)) return false;
   if (in_window()) {
     // The slots past the one holding the last byte kept are free again.

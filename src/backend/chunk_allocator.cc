@@ -29,6 +29,7 @@
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
 #include "options.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -182,6 +183,11 @@ ChunkMeta* cut_fresh(unsigned order) {
     g_fresh_region = base;
     g_fresh_begin = base;
     g_fresh_end = base + (size_t{1} << region_order);
+    // (Memcheck: they point at regions, and so at blocks: no pointers of
+    // the program's.)
+    memcheck::unaddressable(&g_fresh_region, sizeof(g_fresh_region));
+    memcheck::unaddressable(&g_fresh_begin, sizeof(g_fresh_begin));
+    memcheck::unaddressable(&g_fresh_end, sizeof(g_fresh_end));
     free_range(rest, rest_end);
     at = base;
   }

@@ -6,6 +6,7 @@
 #include "backend/address_space.h"
 #include "ds/bits.h"
 #include "ds/spinlock.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -26,7 +27,12 @@ std::atomic<size_t> reserved{0};  // written under the lock, read without it
 
 void* reserve(size_t bytes) {
   void* fresh = os::reserve_aligned(bytes, 4096);
-  if (fresh != nullptr) reserved.fetch_add(bytes, std::memory_order_relaxed);
+  if (fresh != nullptr) {
+    reserved.fetch_add(bytes, std::memory_order_relaxed);
+    // Memcheck's leak checker takes no record (a chunk's base is its first
+    // object) for a pointer of the program's.
+    memcheck::unaddressable(fresh, bytes);
+  }
   return fresh;
 }
 

@@ -12,6 +12,7 @@
 #include "ds/bits.h"
 #include "ds/spinlock.h"
 #include "platform/access_fault.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 
 namespace roost::zero_size {
@@ -60,6 +61,7 @@ ROOST_SLOW uintptr_t set_up() {
   m->base = reinterpret_cast<uintptr_t>(p);
   pagemap::set_range(m->base, kRange, m);
   g_base.store(m->base, std::memory_order_release);
+  memcheck::unaddressable(&g_base, sizeof(g_base));  // (memcheck: as pagemap.cc's window start)
   return m->base;
 }
 

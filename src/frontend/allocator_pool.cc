@@ -23,6 +23,7 @@
 #include "options.h"
 #include "platform/access_fault.h"
 #include "platform/error.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -137,6 +138,7 @@ bool give_this_slab(ChunkMeta* m, const void* adopter) {
 }
 
 ROOST_COMMON_TEXT void on_thread_exit(void* arg) {
+  memcheck::Quiet quiet;  // (settling writes messages into freed objects)
   auto* e = static_cast<Entry*>(arg);
   // What its quarantine holds goes back while the allocator is its own.
   e->allocator.drain_quarantine("thread exit");
@@ -181,6 +183,7 @@ ROOST_COMMON_TEXT void help_pooled() {
 }
 
 void prefork() {
+  memcheck::Quiet quiet;  // (roost's own records: the rings' locks)
   offload::lock_for_fork();
   g_lock.lock();
   zero_size::lock_for_fork();
@@ -191,6 +194,7 @@ void prefork() {
 }
 
 void postfork(bool child) {
+  memcheck::Quiet quiet;  // (as prefork)
   meta_arena::unlock_after_fork(child);
   profile::unlock_after_fork(child);
   chunks::unlock_after_fork(child);

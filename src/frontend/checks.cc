@@ -6,6 +6,7 @@
 #include "frontend/profile.h"
 #include "frontend/slab.h"
 #include "platform/error.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 
 namespace roost::checks {
@@ -85,6 +86,7 @@ void large_intact(const ChunkMeta* m, const char* where) {
 }
 
 void name_access_fault(uintptr_t addr) {
+  memcheck::Quiet quiet;  // (roost's own records)
   char where[48];
   err::Text(where, sizeof(where)).str("access at ").hex(addr);
   const ChunkMeta* m = pagemap::lookup(reinterpret_cast<const void*>(addr));

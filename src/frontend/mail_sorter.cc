@@ -8,6 +8,7 @@
 #include "ds/slab_batch.h"
 #include "frontend/checks.h"
 #include "options.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 
 namespace roost::mail_sorter {
@@ -43,6 +44,9 @@ bool reserve_scratch() {
   if (g_table != nullptr) return true;
   void* p = os::reserve_aligned(kScratchBytes, config::kMinPageSize);
   if (p == nullptr) return false;
+  // (Memcheck: objects' addresses, which a later block may take, are no
+  // pointers of the program's.)
+  memcheck::unaddressable(p, kScratchBytes);
   g_table = static_cast<Group*>(p);
   g_used = reinterpret_cast<uint32_t*>(static_cast<char*>(p) + kTableBytes);
   return true;

@@ -10,6 +10,7 @@
 #include "frontend/profile.h"
 #include "options.h"
 #include "platform/error.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/stack_trace.h"
 #include "platform/text_section.h"
@@ -224,6 +225,7 @@ bool write_leak_report(int fd) {
 }
 
 int dump(const char* path) {
+  memcheck::Quiet quiet;  // (roost's own records)
   if (!on()) return -ENOTSUP;
   char name[4096];
   int fd = os::open_named_for_writing(path != nullptr ? path : profile_path(), name, sizeof(name));
@@ -262,6 +264,7 @@ using namespace roost;
 // destructor, not a constructor: nothing happens unless profiling ran.
 ROOST_COMMON_TEXT __attribute__((destructor)) static void profile_at_exit() {
   if (!profile::on() || !options::reports_here()) return;
+  memcheck::Quiet quiet;  // (roost's own records)
   profile::Inside inside;
   const char* file = options::text(options::kProfileFile);
   char name[4096];

@@ -22,6 +22,8 @@
 #include "frontend/offload.h"
 #include "frontend/profile.h"
 #include "options.h"
+#include "platform/asan.h"
+#include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -169,7 +171,11 @@ ROOST_COMMON_TEXT void* run(void*) {
       park();
     }
     uint64_t moved;
-    uint64_t next = work(&moved);
+    uint64_t next;
+    {
+      memcheck::Quiet quiet;  // (roost's own records, and mail and rings: freed objects)
+      next = work(&moved);
+    }
     if (moved != 0) {
       idle_passes = 0;
       continue;
@@ -189,7 +195,10 @@ ROOST_COMMON_TEXT void* run(void*) {
       uint64_t look = os::now_ns() + kAloneCheckNs;
       if (next > look) next = look;
     }
-    sleep_until(next);
+    {
+      memcheck::Quiet quiet;  // (it looks for work: roost's own records)
+      sleep_until(next);
+    }
     idle_passes = 0;
     count(g_wakeups, 1);
   }
@@ -277,6 +286,9 @@ ROOST_COMMON_TEXT void start() {
   // Not under the offload lock (its holder may be mid-operation on the
   // service's allocator): a later safe point starts it.
   if (offload::held_here()) return;
+  // Nor while AddressSanitizer starts up (a ROOST_ASAN build serves ld.so's
+  // allocations then), whose pthread_create is not ready yet.
+  if (asan::starting()) return;
   // Relaxed: a hint (service.h); a want() after this sets it again.
   g_start_wanted.store(false, std::memory_order_relaxed);
   // A start already under way (this thread's pthread_create allocating

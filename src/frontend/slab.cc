@@ -1,6 +1,7 @@
 // frontend/slab.cc — the slow operations on one slab (frontend/slab.h).
 #include "frontend/slab.h"
 
+#include "platform/asan.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
 
@@ -44,6 +45,8 @@ ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_
   resident = trim_resident(m, resident, keep_resident);
   m->touched_pages = static_cast<uint16_t>(resident);
   pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
+  // (ASan: none of its objects is the program's yet.)
+  asan::poison(reinterpret_cast<void*>(m->base), sizeclass::slab_size(sc));
 }
 
 ROOST_COMMON_TEXT void retire(ChunkMeta* m) {

@@ -3,8 +3,6 @@
 
 #include "platform/text_section.h"
 
-extern char** environ;
-
 namespace roost::env {
 
 namespace {

@@ -11,9 +11,11 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "platform/error.h"
 #include "platform/text_section.h"
 
@@ -53,12 +55,41 @@ constexpr bool injected(FaultKind) { return false; }
 constexpr int kProt = PROT_READ | PROT_WRITE;
 constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
+// The calls AddressSanitizer intercepts that roost makes while it serves an
+// allocation: while ASan starts up its interceptors are not ready, and
+// ld.so allocates then, so a ROOST_ASAN build makes the system calls
+// itself (config.h: kAsan).  In any other build, the C library's.
+void* sys_mmap(void* addr, size_t size, int prot, int flags) {
+  if constexpr (config::kAsan)
+    return reinterpret_cast<void*>(syscall(SYS_mmap, addr, size, prot, flags, -1, 0));
+  return mmap(addr, size, prot, flags, -1, 0);
+}
+int sys_mprotect(void* p, size_t size, int prot) {
+  if constexpr (config::kAsan) return static_cast<int>(syscall(SYS_mprotect, p, size, prot));
+  return mprotect(p, size, prot);
+}
+int sys_mincore(void* p, size_t size, unsigned char* vec) {
+  if constexpr (config::kAsan) return static_cast<int>(syscall(SYS_mincore, p, size, vec));
+  return mincore(p, size, vec);
+}
+ssize_t sys_read(int fd, void* buf, size_t size) {
+  if constexpr (config::kAsan) return syscall(SYS_read, fd, buf, size);
+  return ::read(fd, buf, size);
+}
+void sys_clock_gettime(clockid_t clock, timespec* ts) {
+  if constexpr (config::kAsan) {
+    syscall(SYS_clock_gettime, clock, ts);
+    return;
+  }
+  clock_gettime(clock, ts);
+}
+
 void* map(void* hint, size_t size, int extra_flags) {
   if (injected(FaultKind::kMap)) {
     errno = ENOMEM;
     return MAP_FAILED;
   }
-  return mmap(hint, size, kProt, kFlags | extra_flags, -1, 0);
+  return sys_mmap(hint, size, kProt, kFlags | extra_flags);
 }
 
 // Linux refuses (EINVAL) munmap, mprotect and madvise of a range that does
@@ -116,12 +147,12 @@ bool release(void* p, size_t size) {
 
 bool make_inaccessible(void* p, size_t size) {
   if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
-  return mprotect(p, whole_pages(size), PROT_NONE) == 0;
+  return sys_mprotect(p, whole_pages(size), PROT_NONE) == 0;
 }
 
 bool make_accessible(void* p, size_t size) {
   if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
-  return mprotect(p, whole_pages(size), kProt) == 0;
+  return sys_mprotect(p, whole_pages(size), kProt) == 0;
 }
 
 ROOST_COMMON_TEXT bool purge(void* p, size_t size, bool zero) {
@@ -148,7 +179,7 @@ bool mapped(void* p, size_t size) { return msync(p, size, MS_ASYNC) == 0 || errn
 // it out again: no moves there.
 bool moves_work() {
   const size_t page = page_size();
-  void* scratch = mmap(nullptr, 2 * page, kProt, kFlags, -1, 0);
+  void* scratch = sys_mmap(nullptr, 2 * page, kProt, kFlags);
   if (scratch == MAP_FAILED) return false;
   auto* first = static_cast<volatile char*>(scratch);
   volatile char* second = first + page;
@@ -156,7 +187,7 @@ bool moves_work() {
   unsigned char in = 0;
   bool ok = mremap(scratch, page, page, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
                    const_cast<char*>(second)) == second &&
-            mincore(scratch, page, &in) == 0 && second[0] == 1 && first[0] == 0;
+            sys_mincore(scratch, page, &in) == 0 && second[0] == 1 && first[0] == 0;
   munmap(scratch, 2 * page);
   return ok;
 }
@@ -165,7 +196,7 @@ bool moves_work() {
 bool resident(const void* p) {
   unsigned char in = 0;
   int saved = errno;
-  bool ok = page_aligned(p) && mincore(const_cast<void*>(p), 1, &in) == 0;
+  bool ok = page_aligned(p) && sys_mincore(const_cast<void*>(p), 1, &in) == 0;
   errno = saved;
   return ok && (in & 1) != 0;
 }
@@ -242,7 +273,7 @@ namespace {
 size_t read_start(const char* path, char* buf, size_t size) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
-  ssize_t n = ::read(fd, buf, size - 1);
+  ssize_t n = sys_read(fd, buf, size - 1);
   ::close(fd);
   size_t got = n > 0 ? static_cast<size_t>(n) : 0;
   buf[got] = '\0';
@@ -290,7 +321,14 @@ size_t address_space_used() {
 
 ROOST_COMMON_TEXT uint64_t entropy() {
   uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == static_cast<ssize_t>(sizeof(v))) return v;
+  if constexpr (config::kAsan) {
+    // (ASan's getrandom is not ready while it starts up, when ld.so
+    // allocates: the system call itself.)
+    if (syscall(SYS_getrandom, &v, sizeof(v), GRND_NONBLOCK) == static_cast<long>(sizeof(v)))
+      return v;
+  } else if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == static_cast<ssize_t>(sizeof(v))) {
+    return v;
+  }
   if (const auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM)))
     for (int i = 0; i < 8; i++) v = v << 8 | bytes[i];
   return v ^ now_ns();
@@ -383,7 +421,7 @@ bool copy_file_to(const char* path, int fd) {
   char buf[4096];
   bool ok = true;
   for (;;) {
-    ssize_t n = ::read(from, buf, sizeof(buf));
+    ssize_t n = sys_read(from, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ok = n == 0;
@@ -408,13 +446,13 @@ const char* program_name() {
 
 uint64_t wall_clock_seconds() {
   timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  sys_clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec > 0 ? static_cast<uint64_t>(ts.tv_sec) : 0;
 }
 
 ROOST_COMMON_TEXT uint64_t now_ns() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  sys_clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
