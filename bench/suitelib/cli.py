@@ -235,6 +235,11 @@ def run(opts, ap, table, argv):
         f"(interleaved); missing allocators: "
         f"{', '.join(a.name for a in allocs if a.missing) or 'none'}")
     loadavg_start = os.getloadavg()
+    cpus = os.cpu_count() or 1
+    if loadavg_start[0] >= cpus / 2:
+        log(f"suite: the machine is busy (load average {loadavg_start[0]:.2f} on {cpus} CPUs): "
+            f"every allocator runs beside the same load, but the runs take longer (about four "
+            f"times on 2 cores beside a 2-core job) and their figures scatter more")
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     runs, elapsed = measure.run_all(run_cases, alive, broken, reps, bindir, opts.timeout, total)
     loadavg_end = os.getloadavg()
