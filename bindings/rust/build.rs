@@ -1,13 +1,26 @@
-// build.rs — compiles roost's prefixed library from this repository's C++
-// sources and generates the Rust mirror of `struct roost_stats`.
+// build.rs — compiles roost's prefixed library from roost's C++ sources and
+// generates the Rust mirror of `struct roost_stats`.
 //
-// Owns: reading the top-level CMakeLists.txt for the source list
+// Owns: reading roost's top-level CMakeLists.txt for the source list
 // (ROOST_CORE_SOURCES), the library flags (ROOST_LIB_FLAGS, with the Release
 // additions) and the C++ standard, so the crate builds what CMake builds;
 // reading include/roost_stats.def for the counters.  Must never: compile the
 // override sources (src/api/override_*.cc: the crate must leave the
 // process's malloc alone), keep a list of its own that could drift from
-// CMake's, or link libstdc++.
+// CMake's, read anything outside the crate's folder but through roost/'s
+// links, or link libstdc++.
+//
+// Where the sources come from: `roost/` in the crate holds three symbolic
+// links, committed as links, never as copies: `roost/CMakeLists.txt`,
+// `roost/src` and `roost/include`, to the repository's own.  So one tree
+// serves every way the crate is built: in the repository, as a path or git
+// dependency (git checks the links out as links), and from the `.crate`
+// file, into which `cargo package` copies the files behind the links as
+// plain files (rustup's cargo and Debian's 1.65 both do; the ctest
+// rust.package builds and tests such a `.crate` away from the repository).
+// Rejected: a step that copies the sources into the crate before `cargo
+// package` (a second step to remember, and copies left behind when it
+// stops half-way), and a copy committed to git (a second list that drifts).
 
 use std::env;
 use std::fmt::Write as _;
@@ -16,7 +29,16 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let root = manifest.join("../..");
+    // roost's tree as the crate sees it: the links of roost/ (see above).
+    let root = manifest.join("roost");
+    if !root.join("src").is_dir() || !root.join("include").is_dir() {
+        panic!(
+            "{}: src and include must be roost's folders (symbolic links into the repository, \
+             or the files `cargo package` copied); a checkout that turned the links into \
+             text files (git's core.symlinks=false) cannot build the crate",
+            root.display()
+        );
+    }
     let cmake_path = root.join("CMakeLists.txt");
     let def_path = root.join("include/roost_stats.def");
 
@@ -72,9 +94,11 @@ fn main() {
     let stats = stats_struct(&read(&def_path));
     fs::write(out.join("stats.rs"), stats).expect("writing stats.rs");
 
-    // Directories are scanned whole: any header change rebuilds.
+    // Directories are scanned whole: any header change rebuilds.  The
+    // targets of roost/'s links, so that cargo never has to follow one.
     for p in [cmake_path, def_path, root.join("src"), root.join("include")] {
-        println!("cargo:rerun-if-changed={}", p.display());
+        let real = fs::canonicalize(&p).unwrap_or(p);
+        println!("cargo:rerun-if-changed={}", real.display());
     }
 }
 

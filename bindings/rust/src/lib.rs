@@ -21,10 +21,11 @@
 //! }
 //! ```
 //!
-//! The crate compiles roost's C++ sources from the repository it lives in
-//! (`build.rs`) into a static library with only the prefixed entry points
-//! (`roost_malloc`, `roost_free`, ...): Rust's allocations go to roost,
-//! while C and C++ code in the same process keeps the system `malloc`.
+//! The crate compiles roost's C++ sources (the repository's, which its
+//! `roost/` folder links to or its `.crate` carries; `build.rs`) into a
+//! static library with only the prefixed entry points (`roost_malloc`,
+//! `roost_free`, ...): Rust's allocations go to roost, while C and C++ code
+//! in the same process keeps the system `malloc`.
 //!
 //! Every object roost returns is aligned to at least 16 bytes
 //! ([`MIN_ALIGN`]); larger alignments go through `roost_aligned_alloc`.

@@ -324,7 +324,7 @@ fn realloc_keeps_content_across_sizes() {
 #[test]
 fn stats_mirror_the_c_struct() {
     // Drift check from the Rust side: one u64 per ROOST_STAT line.
-    let def = include_str!("../../../include/roost_stats.def");
+    let def = include_str!("../roost/include/roost_stats.def");
     let entries = def
         .lines()
         .filter(|l| l.trim_start().starts_with("ROOST_STAT("))
