@@ -10,6 +10,7 @@ import statistics
 
 from .allocators import ROOST
 from .common import fmt_fig, fmt_mib, note_written, scale_of
+from .speeds import describe, two_speeds
 from .workloads import SWEEP_WORK, UNITS
 
 def geomean(xs):
@@ -214,6 +215,12 @@ def notes(results, context):
     if diffs:
         out.append(f"- peak RSS: `ru_maxrss` from `os.wait4` of {how}; it matches the program's "
                    f"own VmHWM within {min(diffs)}..{max(diffs)} KiB over all runs")
+    two = two_speed_runs(results)
+    if two:
+        out.append("- **runs at two speeds** (a fast and a slow cluster of one allocator's "
+                   "runs of a case: the machine's speed changed between runs; the medians "
+                   "above mix the two, the standing against the best peer is judged by the "
+                   "fast runs): " + "; ".join(two))
     errors = results["errors"]
     if not errors:
         out.append("- every run passed its own verification and reported `malloc` from the "
@@ -224,6 +231,29 @@ def notes(results, context):
             out.append(f"  - {e}")
     if results.get("plots_note"):
         out.append(f"- plots: {results['plots_note']}")
+    return out
+
+
+def fmt_rate(figure, field):
+    """One throughput figure with its scale and unit: '9.13 M objects/s'."""
+    div, pre = scale_of([figure])
+    return f"{fmt_fig(figure, div)} {pre}{UNITS.get(field, '')}".rstrip()
+
+
+def two_speed_runs(results):
+    """'case under allocator: 2 runs near ..., 1 run near ...' for every case and allocator
+    whose good runs cluster at two speeds (speeds.py)."""
+    out = []
+    for c in results["cases"]:
+        for a in results["allocators"]:
+            rs = [r for r in results["runs"]
+                  if r["case"] == c["id"] and r["allocator"] == a["name"] and r["ok"]
+                  and r["figure"] > 0]
+            split = two_speeds([1 / r["figure"] for r in rs])
+            if split:
+                field = rs[0].get("figure_field", "")
+                text = describe(split, lambda t, field=field: fmt_rate(1 / t, field))
+                out.append(f"{c['short']} under {a['name']}: {text}")
     return out
 
 

@@ -5,7 +5,10 @@ For every case: the peer (any allocator but roost and its variants) with the hig
 throughput, roost's time relative to it as a ratio of medians, the range of the per-repetition
 (paired) ratios, with a 95 % interval when there are at least 6 repetitions (paired.py's
 rule), and roost's peak RSS relative to the lowest of the peers'.  Each case is then checked
-against roost's goals:
+against roost's goals, and given a standing that two machine speeds cannot flip (speeds.py):
+"ahead", "behind" or "level within noise", judged by the paired ratios' 95 % interval when
+there is one and no allocator of the two ran at two speeds, else by the fast runs only.
+The goals:
 
 - time: no peer more than 5 % faster (ratio of medians <= 1.05).  A case over the line is
   "behind" when every repetition (or the interval) is over it too, else "behind in the
@@ -22,7 +25,9 @@ import sys
 
 from .allocators import ROOST, in_roost_family
 from .paired import median_ci_rank
-from .report import summarize
+from .report import fmt_rate, summarize
+from . import speeds
+from .speeds import describe, two_speeds, verdict
 
 MESSAGE_PASSING = ("msgpass", "xmalloc", "prodcons", "symmetric")
 PRODUCER_CONSUMER = ("msgpass", "xmalloc", "prodcons")
@@ -37,6 +42,13 @@ def family(workload_key, families):
     return any(workload_key == f or workload_key.startswith(f + "-") for f in families)
 
 
+def fast_figure(figures):
+    """An allocator's throughput in a case as two speeds cannot move it: the median of its
+    fast runs when they ran at two speeds, else the median of all."""
+    split = two_speeds([1 / f for f in figures if f > 0])
+    return 1 / statistics.median(split["fast"]) if split else statistics.median(figures)
+
+
 def case_standing(results, summary, case):
     """The standing of roost in one case (a dict), or None when roost or every peer lacks
     figures there."""
@@ -46,24 +58,39 @@ def case_standing(results, summary, case):
              if "figure_median" in s]
     if "figure_median" not in mine or not peers:
         return None
-    best = max(peers, key=lambda s: s["figure_median"])
+    # Every good run's figure, per allocator and repetition.
+    figs = {}
+    for r in results["runs"]:
+        if r["case"] == case["id"] and r["ok"]:
+            figs.setdefault(r["allocator"], {})[r["rep"]] = r["figure"]
+    best = max(peers, key=lambda s: fast_figure(list(figs[s["allocator"]].values())))
     lowest_rss = min(peers, key=lambda s: s["rss_median_kib"])
     # Time is work / throughput, and every allocator does the same work in a case:
     # roost's time / the peer's = the peer's throughput / roost's.
     ratio = best["figure_median"] / mine["figure_median"]
-    figs = {}
-    for r in results["runs"]:
-        if r["case"] == case["id"] and r["ok"] and r["allocator"] in (ROOST, best["allocator"]):
-            figs.setdefault(r["allocator"], {})[r["rep"]] = r["figure"]
     reps = sorted(set(figs.get(ROOST, {})) & set(figs.get(best["allocator"], {})))
     paired = sorted(figs[best["allocator"]][k] / figs[ROOST][k] for k in reps)
+    # Times (1 / throughput: every allocator does the same work in a case) of every run.
+    times = {a: [1 / f for f in figs.get(a, {}).values() if f > 0]
+             for a in (ROOST, best["allocator"])}
+    word, basis, estimate = verdict(times[ROOST], times[best["allocator"]], paired)
+    field = next((r.get("figure_field", "") for r in results["runs"]
+                  if r["case"] == case["id"] and r.get("figure_field")), "")
+    speeds = [(a, describe(split, lambda t: fmt_rate(1 / t, field)))
+              for a in (ROOST, best["allocator"]) for split in [two_speeds(times[a])] if split]
     k = median_ci_rank(len(paired))
     ci = (paired[k - 1], paired[-k]) if k else None
     # The bound that must clear the line for a consistent verdict: the interval's when
     # there is one, else every repetition's (with no repetition both ran, the median's).
     low = ci[0] if ci else paired[0] if paired else ratio
+    if speeds and estimate is not None:
+        # Two speeds: the medians say which speed most runs fell at; the goals are
+        # checked on the fast runs instead (the estimate), and so is the bound.
+        ratio = low = estimate
     wl = case["wl"]
     st = {"case": case, "best": best["allocator"], "ratio": ratio, "paired": paired, "ci": ci,
+          "standing": word, "basis": basis, "two_speeds": speeds,
+          "median_ratio": best["figure_median"] / mine["figure_median"],
           "rss_peer": lowest_rss["allocator"],
           "rss_ratio": mine["rss_median_kib"] / lowest_rss["rss_median_kib"],
           "message_passing": family(wl, MESSAGE_PASSING),
@@ -130,23 +157,44 @@ def section(results, summary):
            "best peer; peak RSS no higher than the lowest peer's on the producer-consumer "
            f"workloads ({', '.join(PRODUCER_CONSUMER)}) and at most {pct(RSS_LIMIT)} "
            "above it elsewhere. A case is *behind* when every repetition (or the interval) "
-           "is past the line, *behind in the median* when only the median is.", "",
+           "is past the line, *behind in the median* when only the median is. Where roost or "
+           "the peer ran at two speeds (runs in a fast and a slow cluster: the machine's, not "
+           "the allocator's), the ratio and the lines are taken from the fast runs only. "
+           "*Standing*: *ahead*, *behind* or *level within noise*, judged by the paired "
+           "ratios' 95 % interval where there is one and nothing ran at two speeds, else by "
+           "the fastest runs and the fast runs' medians, both past the runs' own spread "
+           "(*too few runs* under 3 of each).", "",
            f"Of {n} cases: a peer is ahead in {len(behind)} (and in the median only in "
            f"{len(median_only)} more); roost leads by {pct(LEAD)} or more in "
            f"{len(mp) - len(short_lead)} of the {len(mp)} message-passing cases; its peak "
            f"RSS is within the limit in {n - len(over)}.", "",
-           "| case | fastest peer | roost's time / its | paired range | time | lowest-RSS "
-           "peer | roost's RSS / its | RSS |",
-           "|---|---|---:|---:|---|---|---:|---|"]
+           "| case | fastest peer | roost's time / its | paired range | time | standing "
+           "| lowest-RSS peer | roost's RSS / its | RSS |",
+           "|---|---|---:|---:|---|---|---|---:|---|"]
     for s in sts:
-        out.append(f"| {s['case']['short']} | {s['best']} | {s['ratio']:.2f} | {fmt_range(s)} "
-                   f"| {s['time']} | {s['rss_peer']} | {s['rss_ratio']:.2f} "
-                   f"(limit {s['rss_limit']:.2f}) | {s['rss']} |")
+        mark = " ²" if s["two_speeds"] else ""
+        out.append(f"| {s['case']['short']} | {s['best']} | {s['ratio']:.2f}{mark} "
+                   f"| {fmt_range(s)} | {s['time']} | {s['standing']} | {s['rss_peer']} "
+                   f"| {s['rss_ratio']:.2f} (limit {s['rss_limit']:.2f}) | {s['rss']} |")
+    two = [s for s in sts if s["two_speeds"]]
+    if two:
+        out += ["", "² Runs at two speeds (judged by the fast runs; the medians of all "
+                "runs alone would have said what is in brackets):", ""]
+        for s in two:
+            runs = "; ".join(f"{a}: {d}" for a, d in s["two_speeds"])
+            out.append(f"- {s['case']['short']}: {runs}. Fast runs: {s['ratio']:.2f}, "
+                       f"{s['standing']} ({s['basis']}); medians of all: "
+                       f"{s['median_ratio']:.2f} ({median_word(s['median_ratio'])}).")
     return out
 
 
+def median_word(ratio):
+    """What a ratio of medians alone says against the goals' line."""
+    return "behind" if ratio > PEER_AHEAD else "ahead" if ratio < 1 else "level"
+
+
 def self_test():
-    """Verdicts on a made-up run of three cases and three allocators."""
+    """Verdicts on a made-up run of six cases and three allocators (speeds.py's own checks too)."""
     def run(case, alloc, rep, fig, rss):
         return {"case": case, "allocator": alloc, "rep": rep, "ok": True, "figure": fig,
                 "maxrss_kib": rss}
@@ -154,7 +202,8 @@ def self_test():
              {"id": "larson", "wl": "larson", "short": "larson"},
              {"id": "frag", "wl": "frag", "short": "frag"},
              {"id": "large", "wl": "large", "short": "large"},
-             {"id": "xmalloc@2", "wl": "xmalloc", "short": "xmalloc (2P/2C)"}]
+             {"id": "xmalloc@2", "wl": "xmalloc", "short": "xmalloc (2P/2C)"},
+             {"id": "cache", "wl": "cache", "short": "cache"}]
     runs = []
     for rep in range(1, 6):
         # prodcons: roost 1.2 x the best peer's throughput (lead 20 %), RSS above tc's.
@@ -169,6 +218,10 @@ def self_test():
         # RSS equal to the lowest peer's (allowed on a producer-consumer workload).
         runs += [run("xmalloc@2", "roost", rep, 110.0, 100),
                  run("xmalloc@2", "tc", rep, 100.0, 100)]
+        # cache: the machine's two speeds; roost's runs 3 times of 5 at the slow one (its
+        # median there: 1.8 times behind), tc's once; at the fast speed they are level.
+        runs += [run("cache", "roost", rep, 100.0 if rep in (1, 4) else 55.0, 100),
+                 run("cache", "tc", rep, 101.0 if rep != 3 else 56.0, 100)]
     # large: roost and tc succeeded in different repetitions only (no pair): the
     # median decides, and the range is n/a.
     runs += [run("large", "roost", 1, 100.0, 100), run("large", "tc", 2, 200.0, 100)]
@@ -182,17 +235,23 @@ def self_test():
                 summary[(c["id"], a)] = {
                     "allocator": a, "figure_median": statistics.median(r["figure"] for r in rs),
                     "rss_median_kib": statistics.median(r["maxrss_kib"] for r in rs)}
-    got = {s["case"]["id"]: (s["best"], round(s["ratio"], 3), s["time"], s["rss"])
+    got = {s["case"]["id"]: (s["best"], round(s["ratio"], 3), s["time"], s["standing"], s["rss"])
            for s in standings(results, summary)}
-    want = {"prodcons": ("tc", 0.833, "ok", "over"),
-            "larson": ("tc", 1.1, "behind", "ok"),
-            "frag": ("tc", 1.1, "behind in the median", "ok"),
-            "large": ("tc", 2.0, "behind", "ok"),
-            "xmalloc@2": ("tc", 0.909, "lead under 15 %", "ok")}
+    want = {"prodcons": ("tc", 0.833, "ok", "ahead", "over"),
+            "larson": ("tc", 1.1, "behind", "behind", "ok"),
+            "frag": ("tc", 1.1, "behind in the median", "level within noise", "ok"),
+            "large": ("tc", 2.0, "behind", "too few runs", "ok"),
+            "xmalloc@2": ("tc", 0.909, "lead under 15 %", "ahead", "ok"),
+            "cache": ("tc", 1.01, "ok", "level within noise", "ok")}
     lines = section(results, summary)
-    ok = (got == want and any("Of 5 cases: a peer is ahead in 2" in line for line in lines)
-          and any(line.startswith("| large | tc | 2.00 | n/a |") for line in lines))
-    print("standing self-test:", "ok" if ok else f"FAILED: {got}")
+    ok = (got == want and any("Of 6 cases: a peer is ahead in 2" in line for line in lines)
+          and any(line.startswith("| large | tc | 2.00 | n/a |") for line in lines)
+          and any(line.startswith("| cache | tc | 1.01 ² |") for line in lines)
+          and any(line.startswith("- cache: roost: 2 runs near 100.0, 3 runs near 55.00;")
+                  and "medians of all: 1.84 (behind)" in line for line in lines))
+    failed = speeds.self_test()
+    ok = ok and not failed
+    print("standing self-test:", "ok" if ok else f"FAILED: {got} {failed}\n" + "\n".join(lines))
     return 0 if ok else 1
 
 
