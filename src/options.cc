@@ -62,7 +62,7 @@ const char* describe(Type type) {
     case Type::kBytes:
       return "a size in bytes (digits, then optionally k, m, g or t)";
     case Type::kMillis:
-      return "a number of milliseconds";
+      return "a duration (digits: milliseconds, or followed by ms or s)";
     case Type::kNumber:
       return "a number";
     case Type::kReport:
@@ -71,6 +71,9 @@ const char* describe(Type type) {
       return "one of 0/1, on/off, true/false, yes/no, leaks";
     case Type::kPath:
       return "a path";  // (any text is)
+    case Type::kSignal:
+      return "a signal roost may take (USR2, SIGUSR2, a number; not KILL, STOP, SEGV, BUS, ILL, "
+             "FPE, TRAP, ABRT, SYS)";
   }
   return "valid";
 }
@@ -101,6 +104,10 @@ void append_value(err::Line& line, Type type, uint64_t v) {
   }
   if (type == Type::kProfileMode && v == kProfileLeaks) {
     line.str("leaks");
+    return;
+  }
+  if (type == Type::kSignal && signal_name(v) != nullptr) {
+    line.str(signal_name(v));
     return;
   }
   if (type == Type::kBytes && v != 0) {

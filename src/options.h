@@ -7,6 +7,7 @@
 // Must never: allocate, lock, or be changed or consulted on a fast path.
 #pragma once
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 
@@ -20,7 +21,16 @@ enum Id : unsigned {
 };
 
 // The syntax of an option's values (see options.def).
-enum class Type : uint8_t { kBool, kBytes, kMillis, kNumber, kReport, kProfileMode, kPath };
+enum class Type : uint8_t {
+  kBool,
+  kBytes,
+  kMillis,
+  kNumber,
+  kReport,
+  kProfileMode,
+  kPath,
+  kSignal
+};
 
 // The values of a kReport option.
 enum Report : uint64_t { kReportNone = 0, kReportText = 1, kReportJson = 2 };
@@ -94,6 +104,47 @@ constexpr Parsed parse_profile_mode(const char* s) {
   return {p.status, p.value != 0 ? uint64_t{kProfileHeap} : uint64_t{kProfileOff}};
 }
 
+// Decimal digits, then nothing or `ms` (milliseconds), or `s` (seconds), in
+// either case: a duration in milliseconds.
+constexpr Parsed parse_millis(const char* s) {
+  if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
+  uint64_t v = 0;
+  bool overflow = false;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    uint64_t digit = static_cast<uint64_t>(*s - '0');
+    if (v > (UINT64_MAX - digit) / 10) overflow = true;
+    v = v * 10 + digit;
+  }
+  uint64_t scale = 1;
+  if (same_word(s, "s"))
+    scale = 1000;
+  else if (*s != 0 && !same_word(s, "ms"))
+    return {Status::kMalformed, 0};
+  if (overflow || v > UINT64_MAX / scale) return {Status::kOutOfRange, 0};
+  return {Status::kOk, v * scale};
+}
+
+// The signals a kSignal option may name, as `kill -l` writes them (without
+// SIG).  Not among them, whatever the spelling: those a process cannot catch
+// (KILL, STOP), those of faults and of abort() (SEGV, which roost's guard
+// pages use, BUS, ILL, FPE, TRAP, ABRT, SYS), and glibc's own (32, 33).
+struct SignalName {
+  int number;
+  const char* name;
+};
+inline constexpr SignalName kSignalNames[] = {
+    {SIGHUP, "HUP"},       {SIGINT, "INT"},   {SIGQUIT, "QUIT"},   {SIGUSR1, "USR1"},
+    {SIGUSR2, "USR2"},     {SIGPIPE, "PIPE"}, {SIGALRM, "ALRM"},   {SIGTERM, "TERM"},
+    {SIGCHLD, "CHLD"},     {SIGCONT, "CONT"}, {SIGTSTP, "TSTP"},   {SIGTTIN, "TTIN"},
+    {SIGTTOU, "TTOU"},     {SIGURG, "URG"},   {SIGXCPU, "XCPU"},   {SIGXFSZ, "XFSZ"},
+    {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"}, {SIGWINCH, "WINCH"}, {SIGIO, "IO"},
+    {SIGPWR, "PWR"}};
+
+constexpr bool refused_signal(uint64_t n) {
+  return n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL ||
+         n == SIGFPE || n == SIGTRAP || n == SIGABRT || n == SIGSYS || n == 32 || n == 33;
+}
+
 // Decimal digits, then (with `suffixes`) one of k, m, g, t in either case.
 constexpr Parsed parse_number(const char* s, bool suffixes) {
   if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
@@ -128,14 +179,46 @@ constexpr Parsed parse_number(const char* s, bool suffixes) {
   if (overflow || (shift != 0 && (v >> (64 - shift)) != 0)) return {Status::kOutOfRange, 0};
   return {Status::kOk, v << shift};
 }
+
+// A signal: its name with or without SIG (any case) or its number (1 to
+// 64); 0, off, false or no: none.  A signal roost refuses is kMalformed.
+constexpr Parsed parse_signal(const char* s) {
+  if (*s >= '0' && *s <= '9') {
+    Parsed p = parse_number(s, false);
+    if (p.status != Status::kOk) return p;
+    if (p.value > 64) return {Status::kOutOfRange, 0};
+    if (refused_signal(p.value)) return {Status::kMalformed, 0};
+    return p;
+  }
+  if (same_word(s, "off") || same_word(s, "false") || same_word(s, "no")) return {Status::kOk, 0};
+  const char* name = s;
+  if (lower(s[0]) == 's' && lower(s[1]) == 'i' && lower(s[2]) == 'g') name = s + 3;
+  for (const SignalName& sn : kSignalNames) {
+    const char* a = name;
+    const char* b = sn.name;
+    while (*a != 0 && *b != 0 && lower(*a) == lower(*b)) a++, b++;
+    if (*a == 0 && *b == 0) return {Status::kOk, static_cast<uint64_t>(sn.number)};
+  }
+  return {Status::kMalformed, 0};
+}
 }  // namespace detail
+
+// The name of signal `n` without SIG ("USR2"), or nullptr for one without
+// a name here (a real-time signal).
+constexpr const char* signal_name(uint64_t n) {
+  for (const detail::SignalName& sn : detail::kSignalNames)
+    if (static_cast<uint64_t>(sn.number) == n) return sn.name;
+  return nullptr;
+}
 
 // `s` in the syntax of `type`, whatever the range: kBool takes 0/1, on/off,
 // true/false, yes/no in any case; kBytes decimal digits with an optional k,
-// m, g or t suffix (binary units, either case); kMillis and kNumber decimal
-// digits; kReport a boolean word, `text` or `json` (a Report); kProfileMode
+// m, g or t suffix (binary units, either case); kMillis decimal digits
+// (milliseconds), optionally followed by `ms`, or by `s` for seconds (either
+// case); kNumber decimal digits; kReport a boolean word, `text` or `json` (a Report); kProfileMode
 // a boolean word or `leaks` (a ProfileMode); kPath any text (its
-// value is the text itself, options::text(), and the number 0).  A number
+// value is the text itself, options::text(), and the number 0); kSignal a
+// signal's name or number (detail::parse_signal).  A number
 // past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
 // another suffix or word) is kMalformed.
 constexpr Parsed parse_syntax(Type type, const char* s) {
@@ -145,6 +228,7 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
     case Type::kBytes:
       return detail::parse_number(s, true);
     case Type::kMillis:
+      return detail::parse_millis(s);
     case Type::kNumber:
       return detail::parse_number(s, false);
     case Type::kReport:
@@ -153,6 +237,8 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
       return detail::parse_profile_mode(s);
     case Type::kPath:
       return {Status::kOk, 0};
+    case Type::kSignal:
+      return detail::parse_signal(s);
   }
   return {Status::kMalformed, 0};
 }

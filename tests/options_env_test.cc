@@ -179,8 +179,8 @@ void expect_rejected(const std::string& var, const std::string& warning, const s
 
 TEST(OptionsEnv, MalformedMillisecondsWarnAndKeepTheDefault) {
   expect_rejected("ROOST_PURGE_DELAY=abc",
-                  "roost: ROOST_PURGE_DELAY=abc is not a number of milliseconds; keeping the "
-                  "default 10",
+                  "roost: ROOST_PURGE_DELAY=abc is not a duration (digits: milliseconds, or "
+                  "followed by ms or s); keeping the default 10",
                   "roost: ROOST_PURGE_DELAY=10");
 }
 
@@ -350,7 +350,8 @@ TEST(OptionsEnv, PrintOptionsWritesTheOptionsInForce) {
   // it again (one warning, not two).
   r = run_probe("print", {"ROOST_PURGE_DELAY=abc"});
   const std::string warning =
-      "roost: ROOST_PURGE_DELAY=abc is not a number of milliseconds; keeping the default 10";
+      "roost: ROOST_PURGE_DELAY=abc is not a duration (digits: milliseconds, or followed by ms "
+      "or s); keeping the default 10";
   std::vector<std::string> got = lines(r.err);
   EXPECT_EQ(std::count(got.begin(), got.end(), warning), 1) << r.describe();
   EXPECT_TRUE(has_line(r.err,

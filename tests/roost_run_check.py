@@ -179,6 +179,9 @@ def main():
                          "unknown argument --no-chidlren (did you mean --no-children?)"),
                         ("--verbos=1", "unknown argument --verbos=1 (did you mean --verbose?)"),
                         ("--verbose=1", "unknown argument --verbose=1 (--verbose takes no value)"),
+                        ("--timline=x.html",
+                         "unknown argument --timline=x.html (did you mean --timeline=x.html?)"),
+                        ("--interva", "unknown argument --interva (did you mean --interval?)"),
                         ("--s", "unknown argument --s"),
                         ("--xyzzy", "unknown argument --xyzzy")):
         r = run([rr, given, probe, "alloc"])

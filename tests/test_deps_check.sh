@@ -21,7 +21,8 @@ cp "$fake/apt-get" "$fake/sudo"
 chmod +x "$fake"/*
 
 installed="cmake ninja-build g++ make valgrind python3 git binutils pkg-config rustc cargo
-           google-perftools libsqlite3-dev g++-aarch64-linux-gnu qemu-user-static googletest"
+           google-perftools libsqlite3-dev chromium-headless-shell g++-aarch64-linux-gnu
+           qemu-user-static googletest"
 set +e
 err=$(FAKE_INSTALLED=$installed PATH="$fake:$PATH" bash "$src/tools/test_deps.sh" 2>&1 >/dev/null)
 rc=$?

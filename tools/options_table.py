@@ -25,9 +25,10 @@ DEF_FILE = os.path.join(ROOT, "src", "options.def")
 BEGIN = "<!-- options table: generated from src/options.def by tools/options_table.py -->"
 END = "<!-- end of options table -->"
 FIELDS = ("id", "variable", "type", "default", "min", "max", "help")
-TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds",
+TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds (or `250ms`, `1s`)",
          "kNumber": "number", "kReport": "boolean, `text` or `json`",
-         "kProfileMode": "boolean or `leaks`", "kPath": "file path"}
+         "kProfileMode": "boolean or `leaks`", "kPath": "file path",
+         "kSignal": "signal name or number"}
 RANGED = ("kBytes", "kMillis", "kNumber")  # the types whose values column shows the range
 
 TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)'

@@ -3,31 +3,42 @@
 //
 //   roost-run [--secure | --hardened] [--stats[=text|json]] [--no-children]
 //             [--profile[=path]] [--verbose] [--option NAME=VALUE]...
-//             [--] program [args...]
+//             [--timeline FILE.html [--interval D]] [--] program [args...]
+//   roost-run --dump PID [--wait]
 //
 // Owns: finding the library (next to the launcher in a build tree, or in
 // the install's library folder beside its bin/), LD_PRELOAD and the ROOST_*
 // variables of the program it runs, its own flags and their "did you mean",
-// and the option help and "did you mean", which it takes from
+// running the program with a timeline (tools/timeline.h), and the option
+// help and "did you mean", which it takes from
 // src/options.h's table (generated from src/options.def, like everything
-// else that lists the options).  Must never: link roost itself, parse or
-// judge option values (roost does, and warns), or drop a variable the
-// caller had set but for the ones it names.
+// else that lists the options); and --dump, which asks a running process
+// for a dump: the signal and file pattern read from its environment (the
+// signal through roost's own parser, options.h), sent only where the
+// process catches it.  Must never: link roost itself, parse or judge the
+// values of the options it sets (roost does, and warns), drop a variable
+// the caller had set but for the ones it names, or send a signal the
+// target does not catch (its default action would end it).
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "options.h"
 #include "roost.h"
+#include "timeline.h"
 
 namespace {
 
@@ -67,7 +78,8 @@ void usage(FILE* to) {
   fprintf(to,
           "usage: roost-run [--secure | --hardened] [--stats[=text|json]] [--no-children]\n"
           "                 [--profile[=path]] [--verbose] [--option NAME=VALUE]...\n"
-          "                 [--] program [args...]\n"
+          "                 [--timeline FILE.html [--interval D]] [--] program [args...]\n"
+          "       roost-run --dump PID [--wait]\n"
           "       roost-run --help | --version\n"
           "\n"
           "Runs program with the roost allocator preloaded (LD_PRELOAD).\n"
@@ -87,7 +99,23 @@ void usage(FILE* to) {
           "                       in every process that inherits the environment; each\n"
           "                       process says on stderr where its profile went\n"
           "  --verbose            print the options in force at start (ROOST_VERBOSE=1)\n"
+          "  --timeline FILE.html run the program, recording its memory over time\n"
+          "                       (ROOST_STATS_INTERVAL, in its own process only), then\n"
+          "                       write FILE.html: one self-contained page (no network)\n"
+          "                       charting memory, activity, object sizes and events;\n"
+          "                       roost-run exits with the program's status\n"
+          "  --interval D         with --timeline: a line every D (250ms, 1s; plain digits\n"
+          "                       are milliseconds; default 100ms)\n"
           "  --option NAME=VALUE  set an option; NAME with or without ROOST_, any case\n"
+          "  --dump PID           ask the running process PID for a dump: its statistics\n"
+          "                       and, where it profiles, a heap profile, each to a new\n"
+          "                       file (ROOST_DUMP_FILE; default roost-dump.PID.N.*, in\n"
+          "                       its working directory); it must have been started\n"
+          "                       with ROOST_DUMP_SIGNAL set (--option dump_signal=USR2),\n"
+          "                       which says the signal sent; exit status 1 when the\n"
+          "                       process does not exist or does not take dumps\n"
+          "  --wait               with --dump: wait (60 s at most) until the dump is\n"
+          "                       written, and print its statistics file's path\n"
           "\n"
           "Options (environment variable, default, what it does):\n");
   for (const Option& o : kTable) {
@@ -171,9 +199,10 @@ struct Flag {
   bool takes_value;
 };
 constexpr Flag kFlags[] = {
-    {"--secure", false},      {"--hardened", false}, {"--stats", true},
-    {"--no-children", false}, {"--profile", true},   {"--verbose", false},
-    {"--option", true},       {"--help", false},     {"--version", false},
+    {"--secure", false},  {"--hardened", false}, {"--stats", true},    {"--no-children", false},
+    {"--profile", true},  {"--verbose", false},  {"--option", true},   {"--help", false},
+    {"--version", false}, {"--timeline", true},  {"--interval", true}, {"--dump", true},
+    {"--wait", false},
 };
 
 // Levenshtein distance: insertions, deletions, substitutions.
@@ -242,10 +271,200 @@ void set_variable(const char* variable, const std::string& value) {
   if (setenv(variable, value.c_str(), 1) != 0) fail("cannot set", variable);
 }
 
+// --dump: one line on stderr, exit status 1 (the request could not be
+// made, or was not answered).
+[[noreturn]] void dump_fails(const std::string& message) {
+  fprintf(stderr, "roost-run: %s\n", message.c_str());
+  exit(1);
+}
+
+// The text of /proc/PID/FILE, or false if it cannot be read (errno set).
+bool read_proc(const std::string& pid, const char* file, std::string* out) {
+  std::string path = "/proc/" + pid + "/" + file;
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
+  fclose(f);
+  return true;
+}
+
+// A regular expression matching `text` literally.
+std::string regex_quote(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (strchr("\\^$.|?*+()[]{}", c) != nullptr) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The statistics files of the process's dumps, as roost names them
+// (api/dump.cc): ROOST_DUMP_FILE's pattern with %p the pid, %n the dump's
+// number (".%n" appended where the pattern has none), then .stats.json or
+// .stats.txt; relative to the process's working directory.  Sets the
+// folder and the expression a file name in it must match (the number its
+// first group), and `shown`, the name for dump `n` as the user reads it;
+// false where %n is not in the last part of the name (not watched).
+bool dump_names(const std::string& pattern, const std::string& pid, const std::string& cwd,
+                const char* suffix, std::string* folder, std::regex* name, std::string* shown) {
+  std::string expanded;  // %p and %% expanded, %n kept
+  bool numbered = false;
+  for (size_t i = 0; i < pattern.size(); i++) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      expanded += pid;
+      i++;
+    } else if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      expanded += '\x01';  // a literal '%', kept apart from the %n below
+      i++;
+    } else {
+      if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'n') numbered = true;
+      expanded += pattern[i];
+    }
+  }
+  if (!numbered) expanded += ".%n";
+  expanded += suffix;
+  if (expanded[0] != '/') expanded = cwd + "/" + expanded;
+  size_t slash = expanded.rfind('/');
+  *folder = expanded.substr(0, slash);
+  std::string base = expanded.substr(slash + 1);
+  auto literal = [](std::string t) {
+    std::replace(t.begin(), t.end(), '\x01', '%');
+    return t;
+  };
+  *shown = literal(*folder) + "/" + literal(base);
+  if (folder->find("%n") != std::string::npos) return false;
+  *folder = literal(*folder);
+  size_t at = base.find("%n");
+  std::string expression = regex_quote(literal(base.substr(0, at))) + "([0-9]+)";
+  std::string rest = base.substr(at + 2);
+  // Later %n repeat the number.
+  for (size_t next; (next = rest.find("%n")) != std::string::npos; rest = rest.substr(next + 2))
+    expression += regex_quote(literal(rest.substr(0, next))) + "\\1";
+  expression += regex_quote(literal(rest));
+  *name = std::regex(expression);
+  return true;
+}
+
+// The highest dump number among the files in `folder` that `name`
+// matches; 0 if none.
+unsigned long last_dump(const std::string& folder, const std::regex& name,
+                        std::string* file = nullptr) {
+  unsigned long last = 0;
+  std::string listing;
+  DIR* d = opendir(folder.c_str());
+  if (d == nullptr) return 0;
+  while (struct dirent* e = readdir(d)) {
+    std::smatch m;
+    std::string entry = e->d_name;
+    if (!std::regex_match(entry, m, name)) continue;
+    unsigned long n = strtoul(m[1].str().c_str(), nullptr, 10);
+    if (n > last) {
+      last = n;
+      if (file != nullptr) *file = folder + "/" + entry;
+    }
+  }
+  closedir(d);
+  return last;
+}
+
+// roost-run --dump PID [--wait].
+int dump(const std::string& pid, bool wait) {
+  char* end = nullptr;
+  long number = strtol(pid.c_str(), &end, 10);
+  if (pid.empty() || *end != '\0' || number <= 0 || number > INT_MAX)
+    fail("--dump takes a process id, not", pid.c_str());
+  std::string environ_text, comm, status;
+  if (!read_proc(pid, "environ", &environ_text)) {
+    if (errno == ENOENT) dump_fails("no process " + pid);
+    dump_fails("cannot read the environment of process " + pid + ": " + strerror(errno));
+  }
+  if (read_proc(pid, "comm", &comm) && !comm.empty() && comm.back() == '\n') comm.pop_back();
+  std::string who = "process " + pid + " (" + comm + ")";
+  // The variables it started with (a program's later setenv is not there,
+  // but roost read its options at start too).
+  auto variable = [&environ_text](const char* name) -> const char* {
+    size_t len = strlen(name);
+    for (size_t at = 0; at < environ_text.size(); at += strlen(environ_text.c_str() + at) + 1) {
+      const char* entry = environ_text.c_str() + at;
+      if (strncmp(entry, name, len) == 0 && entry[len] == '=') return entry + len + 1;
+    }
+    return nullptr;
+  };
+  const char* signal_text = variable("ROOST_DUMP_SIGNAL");
+  if (signal_text == nullptr)
+    dump_fails(who +
+               " does not take dumps: ROOST_DUMP_SIGNAL is not in its environment (start "
+               "it with --option dump_signal=USR2)");
+  roost::options::Parsed signal = roost::options::parse(roost::options::kDumpSignal, signal_text);
+  if (signal.status != roost::options::Status::kOk)
+    dump_fails(who + " does not take dumps: its ROOST_DUMP_SIGNAL=" + signal_text +
+               " is no signal roost takes");
+  if (signal.value == 0) dump_fails(who + " does not take dumps: its ROOST_DUMP_SIGNAL is 0");
+  const char* signame = roost::options::signal_name(signal.value);
+  std::string sig =
+      signame != nullptr ? std::string("SIG") + signame : "signal " + std::to_string(signal.value);
+  // Sent only where the process catches it: otherwise its default action
+  // would end the process.
+  if (!read_proc(pid, "status", &status)) dump_fails("no process " + pid);
+  size_t at = status.find("\nSigCgt:");
+  unsigned long long caught =
+      at == std::string::npos ? 0 : strtoull(status.c_str() + at + 8, nullptr, 16);
+  if ((caught >> (signal.value - 1) & 1) == 0)
+    dump_fails(who + " does not catch " + sig +
+               ": roost did not take it (ROOST_SERVICE=0, ROOST_STATS_PID naming another "
+               "process, a program that handles or ignores it, or roost is not its malloc; "
+               "ROOST_VERBOSE=1 says which); not sent, it would end the process");
+  // Where the files go.
+  char cwd[PATH_MAX];
+  std::string proc_cwd = "/proc/" + pid + "/cwd";
+  ssize_t n = readlink(proc_cwd.c_str(), cwd, sizeof(cwd) - 1);
+  std::string folder_of_cwd = n > 0 ? std::string(cwd, static_cast<size_t>(n)) : ".";
+  const char* pattern = variable("ROOST_DUMP_FILE");
+  if (pattern == nullptr || *pattern == '\0') pattern = "roost-dump.%p.%n";
+  const char* stats = variable("ROOST_STATS");
+  bool text = stats != nullptr && roost::options::parse(roost::options::kStats, stats).value ==
+                                      roost::options::kReportText;
+  std::string folder, shown;
+  std::regex name;
+  bool watched = dump_names(pattern, pid, folder_of_cwd, text ? ".stats.txt" : ".stats.json",
+                            &folder, &name, &shown);
+  unsigned long before = watched ? last_dump(folder, name) : 0;
+  if (kill(static_cast<pid_t>(number), static_cast<int>(signal.value)) != 0)
+    dump_fails("cannot send " + sig + " to " + who + ": " + strerror(errno));
+  std::string next = watched ? std::to_string(before + 1) : "N";
+  std::string file = shown;
+  if (size_t k = file.find("%n"); k != std::string::npos) file.replace(k, 2, next);
+  fprintf(stderr, "roost-run: sent %s to %s: its statistics go to %s%s\n", sig.c_str(), who.c_str(),
+          file.c_str(),
+          variable("ROOST_PROFILE") != nullptr || variable("ROOST_PROFILE_FILE") != nullptr
+              ? " (its heap profile beside it, .heap for the suffix, where it profiles)"
+              : "");
+  if (!wait) return 0;
+  if (!watched) dump_fails("--wait: cannot watch for " + shown + " (%n outside the file's name)");
+  constexpr int kWaitSeconds = 60;
+  for (int tick = 0; tick < kWaitSeconds * 20; tick++) {
+    std::string written;
+    if (last_dump(folder, name, &written) > before) {
+      printf("%s\n", written.c_str());
+      return 0;
+    }
+    if (kill(static_cast<pid_t>(number), 0) != 0 && errno == ESRCH)
+      dump_fails(who + " ended before its dump was written");
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+  dump_fails("no dump from " + who + " within " + std::to_string(kWaitSeconds) + " s");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* library = "libroost";
+  std::string timeline;  // --timeline's page
+  std::string interval;  // --interval's duration
+  const char* dump_pid = nullptr;
+  bool wait = false;
   int i = 1;
   for (; i < argc; i++) {
     std::string arg = argv[i];
@@ -279,11 +498,30 @@ int main(int argc, char** argv) {
       // exec keeps the process id: the program will have roost-run's.  Roost
       // reports and profiles only in that process (options::reports_here()).
       set_variable("ROOST_STATS_PID", std::to_string(getpid()));
+    } else if (arg == "--dump") {
+      if (i + 1 >= argc) fail("--dump needs a process id");
+      dump_pid = argv[++i];
+    } else if (arg.rfind("--dump=", 0) == 0) {
+      dump_pid = argv[i] + strlen("--dump=");
+    } else if (arg == "--wait") {
+      wait = true;
     } else if (arg == "--verbose") {
       set_variable("ROOST_VERBOSE", "1");
     } else if (arg == "--profile" || arg.rfind("--profile=", 0) == 0) {
       set_variable("ROOST_PROFILE", "1");
       if (arg != "--profile") set_variable("ROOST_PROFILE_FILE", arg.substr(strlen("--profile=")));
+    } else if (arg == "--timeline" || arg.rfind("--timeline=", 0) == 0 || arg == "--interval" ||
+               arg.rfind("--interval=", 0) == 0) {
+      bool is_timeline = arg.rfind("--timeline", 0) == 0;
+      std::string& value = is_timeline ? timeline : interval;
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+      } else {
+        if (i + 1 >= argc) fail(is_timeline ? "--timeline needs FILE.html" : "--interval needs D");
+        value = argv[++i];
+      }
+      if (value.empty()) fail(is_timeline ? "--timeline needs FILE.html" : "--interval needs D");
     } else if (arg == "--option" || arg.rfind("--option=", 0) == 0) {
       std::string setting;
       if (arg == "--option") {
@@ -301,12 +539,22 @@ int main(int argc, char** argv) {
       fail_unknown_argument(arg);
     }
   }
+  if (dump_pid != nullptr) {
+    if (i < argc) fail("--dump runs no program:", argv[i]);
+    if (!timeline.empty() || !interval.empty()) fail("--dump runs no program: no --timeline");
+    return dump(dump_pid, wait);
+  }
+  if (wait) fail("--wait goes with --dump PID");
   if (i >= argc) fail("no program to run");
+  if (!interval.empty() && timeline.empty()) fail("--interval goes with --timeline");
 
   std::string preload = find_library(library);
   if (const char* old = getenv("LD_PRELOAD"); old != nullptr && *old != '\0')
     preload += std::string(":") + old;
   set_variable("LD_PRELOAD", preload);
+
+  if (!timeline.empty())
+    return roost_run::run_with_timeline(argv + i, timeline, interval.empty() ? "100ms" : interval);
 
   execvp(argv[i], argv + i);
   int error = errno;

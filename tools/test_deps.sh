@@ -5,7 +5,8 @@
 # Owns: the list of Debian packages the test trees need (compilers, CMake,
 # GoogleTest, clang and its libFuzzer runtime for tests/fuzz/, valgrind,
 # Debian's Rust toolchain, the AArch64 cross compiler, qemu-user and
-# GoogleTest's sources for make test-aarch64, google-pprof, ...), and fetching the Rust crate's dependencies
+# GoogleTest's sources for make test-aarch64, google-pprof, headless
+# Chromium, ...), and fetching the Rust crate's dependencies
 # (outside rust.cargo_test's time limit).
 # Must never: install anything that is already there, or ask for a password:
 # as root it installs with apt-get; as anyone else it stops at once with one
@@ -17,6 +18,7 @@ packages=(cmake ninja-build g++ make libgtest-dev valgrind python3 git binutils 
           clang libclang-rt-14-dev
           google-perftools  # google-pprof, which reads the heap profiles in tests/profile/
           libsqlite3-dev  # bench_sqlite, whose smoke test runs in make test
+          chromium-headless-shell  # a real browser for timeline.page (roost-run --timeline's page)
           rustc cargo   # Debian's Rust 1.63, the crate's oldest (rust.msrv_path_dependency)
           g++-aarch64-linux-gnu qemu-user-static googletest)  # make test-aarch64
 

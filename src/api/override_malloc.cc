@@ -9,6 +9,7 @@
 // calling one of them that roost did not define would pull glibc's malloc
 // in beside roost's.
 #include "api/api.h"
+#include "api/dump.h"
 #include "api/introspection.h"
 #include "frontend/service.h"
 #include "options.h"
@@ -20,9 +21,12 @@ using namespace roost;
 // malloc with roost reads them when it starts as well, so that the option
 // warnings and ROOST_VERBOSE speak for a program that never allocates.
 // Roost is then the process's malloc, to its end (frontend/service.h).
+// Dumps on demand (ROOST_DUMP_SIGNAL) are for such programs: the signal
+// is taken here, before the program's main, or not at all.
 ROOST_COMMON_TEXT __attribute__((constructor)) static void read_options_at_start() {
   options::load();
   service::end_with_process();
+  dump::install();
 }
 
 ROOST_EXPORT ROOST_COMMON_TEXT ROOST_HOT_ENTRY void* malloc(size_t size) {

@@ -12,6 +12,7 @@
 #include "api/stats.h"
 
 #include "api/api.h"
+#include "api/timeline.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
@@ -345,6 +346,7 @@ ROOST_EXPORT void roost_print_stats(void) {
 // ROOST_STATS_FILE, in every process or (ROOST_STATS_PID) in one.  A
 // destructor, not a constructor: it has no effect unless the option is set.
 ROOST_COMMON_TEXT __attribute__((destructor)) static void report_at_exit() {
+  timeline::write_last_line();  // (ROOST_STATS_INTERVAL: its last line)
   uint64_t form = options::get(options::kStats);
   if (form == options::kReportNone) return;
   if (!options::reports_here()) return;

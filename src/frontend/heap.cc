@@ -24,6 +24,10 @@ namespace {
 // them in (any thread adds, atomically; relaxed: statistics).
 std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 
+// malloc_trim and roost_trim calls (any thread adds, atomically; relaxed:
+// statistics).
+std::atomic<uint64_t> g_trims{0};
+
 [[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {
   err::fatal(where, fault, p);
 }
@@ -334,6 +338,7 @@ ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
 }
 
 bool trim() {
+  g_trims.fetch_add(1, std::memory_order_relaxed);  // relaxed: see g_trims
   // The calling thread's quarantine first: its objects can then go back.
   if constexpr (config::kQuarantine) {
     Allocator* a = pool::current();
@@ -342,5 +347,8 @@ bool trim() {
   bool released = pool::trim_all();
   return chunks::purge_all() || released;
 }
+
+// Relaxed: see g_trims.
+uint64_t trims() { return g_trims.load(std::memory_order_relaxed); }
 
 }  // namespace roost::heap

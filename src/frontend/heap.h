@@ -124,6 +124,8 @@ size_t usable_size(const void* p, const char* where);
 void* resize(void* p, size_t size);
 // Returns cached memory to the OS; true if any was released.
 bool trim();
+// Calls of trim() so far (statistics: the timeline's trims).
+uint64_t trims();
 
 // Frees of class `sc` by threads past their exit hook (statistics), which
 // have no allocator to count them.

@@ -32,23 +32,6 @@ const char* profile_path() {
 
 const char* profile_variable() { return options::kTable[options::kProfileFile].env; }
 
-// The line that says where `what` of this process went: "roost: heap
-// profile of pid N (program) written to /absolute/path" (`name` as opened,
-// made absolute where the working directory can be read), through the
-// reports' descriptor, in one write where it fits the buffer.  `whole`:
-// false if writing failed on the way.
-void say_written(const char* what, const char* name, bool whole) {
-  char absolute[4096];
-  const char* shown = os::absolute_path(name, absolute, sizeof(absolute)) ? absolute : name;
-  char buf[1024];
-  int fd = err::report_fd();
-  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
-  out.str("roost: ").str(what).str(" of pid ").dec(static_cast<uint64_t>(os::process_id()));
-  out.str(" (").str(os::program_name()).str(whole ? ") written to " : ") not written whole to ");
-  out.str(shown).chr('\n');
-  out.flush();
-}
-
 // Every stack's figures, copied in one snapshot into memory mapped for it.
 class Snapshot {
  public:
@@ -222,6 +205,18 @@ bool write_leak_report(int fd) {
     out.dec(rest).str(" bytes\n");
   }
   return out.flush();
+}
+
+void say_written(const char* what, const char* name, bool whole) {
+  char absolute[4096];
+  const char* shown = os::absolute_path(name, absolute, sizeof(absolute)) ? absolute : name;
+  char buf[1024];
+  int fd = err::report_fd();
+  err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
+  out.str("roost: ").str(what).str(" of pid ").dec(static_cast<uint64_t>(os::process_id()));
+  out.str(" (").str(os::program_name()).str(whole ? ") written to " : ") not written whole to ");
+  out.str(shown).chr('\n');
+  out.flush();
 }
 
 int dump(const char* path) {

@@ -34,6 +34,13 @@ bool write_leak_report(int fd);
 // caller names the file and gets the outcome.
 int dump(const char* path);
 
+// The line that says where `what` ("heap profile", "statistics") of this
+// process went: "roost: <what> of pid N (program) written to
+// /absolute/path" (`name` made absolute where the working directory can be
+// read; "not written whole to" where `whole` is false), on the reports'
+// descriptor.
+void say_written(const char* what, const char* name, bool whole);
+
 // The periodic profile (ROOST_PROFILE_INTERVAL): the next numbered file,
 // and the line that names it; nothing in a process that does not report.
 void dump_periodic();

@@ -11,6 +11,8 @@
 // Going idle is a Dekker handshake with want(): the thread stores kIdle,
 // fences, and looks for work once more; want()'s caller made its work
 // visible, fences, and reads the word.  One of the two sees the other.
+// With a timeline (ROOST_STATS_INTERVAL) the kIdle sleep has a time limit,
+// the next line's: the handshake is the same.
 #include "frontend/service.h"
 
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include "frontend/profile.h"
 #include "options.h"
 #include "platform/asan.h"
+#include "platform/error.h"
 #include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
@@ -64,6 +67,24 @@ constexpr uint64_t kAloneCheckNs = 100'000'000;
 // thread to wait for.
 thread_local bool t_is_service = false;
 
+// The timeline (set_line_writer): the writer api/ registers, and the
+// interval between lines (0: none in this process), set by install() before
+// the thread can start and by the fork child's hook.  Relaxed: the writer
+// is a plain function whose code is always there; the interval is set
+// before the start that publishes it (g_state), or in a one-thread child.
+std::atomic<LineWriter> g_line_writer{nullptr};
+std::atomic<uint64_t> g_line_interval_ns{0};
+// When the next line is due (os::now_ns; 0: at once).  The thread's own.
+uint64_t g_line_due = 0;
+// request()'s count, and the count the service answered (its own).
+// Relaxed: work announced with want()'s handshake, whose fences order it.
+std::atomic<uint64_t> g_requests{0};
+uint64_t g_answered = 0;
+// The request hook: set once at start-up, before the thread starts
+// (start()'s release of kBusy publishes it; relaxed).  Its requests end
+// a sleep until a purge is due too (request() wakes the futex).
+std::atomic<void (*)()> g_request_hook{nullptr};
+
 // Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
 std::atomic<uint64_t> g_bytes_purged{0};
@@ -83,7 +104,9 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
 
 // Work want() announces: anything but a purge that is not yet due.
 bool announced_work_pending() {
-  return pool::parked_mail() || offload::pending() || Messenger::live_mail_flag() ||
+  // Relaxed: see g_requests.
+  return g_requests.load(std::memory_order_relaxed) != g_answered || pool::parked_mail() ||
+         offload::pending() || Messenger::live_mail_flag() ||
          (!g_main_gone_seen &&
           g_main_gone.load(std::memory_order_relaxed));  // relaxed: see g_main_gone
 }
@@ -123,14 +146,37 @@ uint64_t work(uint64_t* moved) {
   return more_mail || *moved != 0 ? 0 : next;
 }
 
-// Sleeps until `next` (UINT64_MAX: until woken).  A sleep without a time
-// limit, and any sleep while threads have offload ports (whose rings must
-// not wait for a purge to be due), is the kIdle handshake with want(); a
-// sleep until a purge is due is not woken by want().
-void sleep_until(uint64_t next) {
+// Writes the timeline's line when it is due (under g_work_lock, which a
+// fork waits for: a child never inherits half a line).  Returns when the
+// next is due, UINT64_MAX without a timeline.
+uint64_t write_line_if_due() {
+  uint64_t interval =
+      g_line_interval_ns.load(std::memory_order_relaxed);  // relaxed: see g_line_writer
+  if (interval == 0) return UINT64_MAX;
   uint64_t now = os::now_ns();
-  if (next != UINT64_MAX && next <= now) return;
-  uint64_t timeout = next == UINT64_MAX ? UINT64_MAX : next - now;
+  if (now >= g_line_due) {
+    // A writer not registered yet (its constructor has not run): the next
+    // interval's line.
+    if (LineWriter writer = g_line_writer.load(std::memory_order_relaxed)) {  // relaxed: see above
+      LockGuard guard(g_work_lock);
+      memcheck::Quiet quiet;  // (roost's own records)
+      writer();
+    }
+    g_line_due = now + interval;
+  }
+  return g_line_due;
+}
+
+// Sleeps until `next` (UINT64_MAX: until woken), and at most until
+// `line_due`, the timeline's next line.  A sleep for no purge (`next`
+// UINT64_MAX), and any sleep while threads have offload ports (whose rings
+// must not wait for a purge to be due), is the kIdle handshake with want();
+// a sleep until a purge is due is not woken by want().
+void sleep_until(uint64_t next, uint64_t line_due) {
+  uint64_t now = os::now_ns();
+  uint64_t until = next < line_due ? next : line_due;
+  if (until != UINT64_MAX && until <= now) return;
+  uint64_t timeout = until == UINT64_MAX ? UINT64_MAX : until - now;
   if (next != UINT64_MAX && !offload::enabled()) {
     os::wait_on(state_word(), kBusy, timeout);
     return;
@@ -144,6 +190,16 @@ void sleep_until(uint64_t next) {
   uint32_t idle = kIdle;
   // acq_rel as g_state's rule says; fails, harmlessly, where want() woke it (kBusy) or stop() ran.
   g_state.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
+}
+
+// Runs the request hook once for the requests made since it last ran.
+void answer_requests() {
+  uint64_t requests = g_requests.load(std::memory_order_relaxed);  // relaxed: see g_requests
+  if (requests == g_answered) return;
+  g_answered = requests;
+  LockGuard guard(g_work_lock);
+  memcheck::Quiet quiet;  // (the statistics read roost's own records)
+  if (auto hook = g_request_hook.load(std::memory_order_relaxed)) hook();  // relaxed: see above
 }
 
 // Stopped at exit where the process ends the thread: says so to stop()
@@ -176,6 +232,8 @@ ROOST_COMMON_TEXT void* run(void*) {
       memcheck::Quiet quiet;  // (roost's own records, and mail and rings: freed objects)
       next = work(&moved);
     }
+    uint64_t line_due = write_line_if_due();
+    answer_requests();
     if (moved != 0) {
       idle_passes = 0;
       continue;
@@ -197,7 +255,7 @@ ROOST_COMMON_TEXT void* run(void*) {
     }
     {
       memcheck::Quiet quiet;  // (it looks for work: roost's own records)
-      sleep_until(next);
+      sleep_until(next, line_due);
     }
     idle_passes = 0;
     count(g_wakeups, 1);
@@ -216,6 +274,13 @@ void postfork_child() {
     g_start_wanted.store(true, std::memory_order_relaxed);
   }
   g_next_look = 0;
+  g_line_due = 0;
+  // Relaxed: the child has one thread.  A child that does not report
+  // (ROOST_STATS_PID) writes no lines.
+  if (g_line_interval_ns.load(std::memory_order_relaxed) != 0 && !options::reports_here())
+    g_line_interval_ns.store(0, std::memory_order_relaxed);
+  // The parent's requests are not the child's to answer (relaxed: one thread).
+  g_answered = g_requests.load(std::memory_order_relaxed);
 }
 
 // Runs when roost's code goes away (exit, or dlclose of a plugin embedding
@@ -324,6 +389,39 @@ ROOST_COMMON_TEXT void start_before_release() {
 ROOST_COMMON_TEXT void install() {
   chunks::set_release_hook(want);
   Messenger::set_mail_hook(want);
+  uint64_t interval_ms = options::get(options::kStatsInterval);
+  if (interval_ms == 0 || !options::reports_here()) return;
+  // A timeline: the service runs from the first safe point.
+  if (options::get(options::kService) == 0) {
+    err::Line line;
+    line.str(
+        "roost: ROOST_STATS_INTERVAL needs the service thread, which ROOST_SERVICE=0 keeps "
+        "off: the timeline gets its last line only, at exit\n");
+    line.emit();
+    return;
+  }
+  // Relaxed, both: before the start that publishes them (see g_line_writer).
+  g_line_interval_ns.store(interval_ms * 1000000u, std::memory_order_relaxed);
+  g_start_wanted.store(true, std::memory_order_relaxed);
+}
+
+ROOST_COMMON_TEXT void set_line_writer(LineWriter writer) {
+  g_line_writer.store(writer, std::memory_order_relaxed);  // relaxed: see g_line_writer
+}
+
+void set_request_hook(void (*hook)()) {
+  g_request_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_request_hook
+}
+
+void request() {
+  // Relaxed: want()'s fence orders it before its look at the state.
+  g_requests.fetch_add(1, std::memory_order_relaxed);
+  want();
+  // A sleep until a purge is due (kBusy) is not want()'s to end: wake it
+  // too.  A wake that comes just before that sleep starts is lost, and the
+  // request waits for the purge (one purge delay at most), never longer.
+  // Relaxed: only the futex's own check matters.
+  if (g_state.load(std::memory_order_relaxed) == kBusy) os::wake_one(state_word());
 }
 
 Counters counters() {

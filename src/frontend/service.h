@@ -12,12 +12,18 @@
 // when roost's code goes away (exit, or dlclose of a plugin that embeds
 // roost): joined, or, where roost is the process's malloc, parked for good
 // (end_with_process()).  ROOST_SERVICE=0 keeps it from starting: purges then
-// happen on the program's own calls, as the backend did before.
+// happen on the program's own calls, as the backend did before.  With
+// ROOST_STATS_INTERVAL it also writes the timeline's lines (the writer
+// api/timeline.cc registers), one per interval, and runs from the first
+// safe point on.  It also answers the requests a signal handler makes
+// (request(): the dumps of ROOST_DUMP_SIGNAL, which api/dump.cc writes
+// through the request hook).
 //
-// Owns: the thread, its state word, its statistics, its fork hooks.  Must
-// never: start the thread where the caller may hold a lock or be inside an
-// allocator's operation (only at_safe_point() starts it), allocate in
-// want(), or keep working after stop.
+// Owns: the thread, its state word, its statistics, its fork hooks, the
+// count of requests made and answered.  Must never: start the thread where
+// the caller may hold a lock or be inside an allocator's operation (only
+// at_safe_point() starts it), allocate in want() or request(), or keep
+// working after stop.
 #pragma once
 
 #include <atomic>
@@ -48,8 +54,16 @@ ROOST_INLINE void at_safe_point() {
 // released, where a second free of the object must still find it freed.
 ROOST_SLOW void start_before_release();
 
-// Hooks the service into the backend and the pool (at roost's start-up).
+// Hooks the service into the backend and the pool (at roost's start-up,
+// after the options are read); with ROOST_STATS_INTERVAL set (in the
+// process that reports), asks for the service at the first safe point.
 void install();
+
+// The timeline's writer: called on the service thread, under its work
+// lock, once per ROOST_STATS_INTERVAL (the first at its start).  Set once,
+// at start-up (a constructor of api/timeline.cc); it must allocate nothing.
+using LineWriter = void (*)();
+void set_line_writer(LineWriter writer);
 
 // Roost is the process's malloc (its overrides are linked), so its code
 // stays mapped until the process ends: when stopped at exit, the thread
@@ -65,6 +79,21 @@ void end_with_process();
 // keep it alive: from now on the service looks every 100 ms whether
 // it is the last thread left, and then calls exit(0) as that thread would.
 void main_thread_gone();
+
+// Work a signal handler asks for (ROOST_DUMP_SIGNAL: api/dump.cc writes
+// the dumps).  Once the hook is set, the service runs it on its thread,
+// under its work lock, after a round of work that follows one or more
+// request() calls: requests that come before it runs are answered by one
+// call.  request() wakes the service from either sleep (the kIdle
+// handshake; a sleep until a purge is due, which a wake sent just before
+// it starts can miss: the request then waits until the purge, one purge
+// delay at most).  A fork child drops the requests its parent had not
+// answered.  Set once, at start-up.
+void set_request_hook(void (*hook)());
+// Async-signal-safe (a signal handler calls it): an atomic increment,
+// want() (which allocates nothing and takes no lock) and at most a futex
+// wake.  It may change errno (its caller keeps it).
+void request();
 
 // Its own work, for statistics.
 struct Counters {

@@ -48,13 +48,13 @@ int report_fd() { return g_report_fd >= 0 ? g_report_fd : 2; }
 void report(const char* s) { write_fd(report_fd(), s); }
 
 int open_report_file(const char* variable, const char* pattern, const char* consequence, char* name,
-                     size_t size) {
+                     size_t size, bool append) {
   char own[4096];
   if (name == nullptr) {
     name = own;
     size = sizeof(own);
   }
-  int fd = os::open_named_for_writing(pattern, name, size);
+  int fd = os::open_named_for_writing(pattern, name, size, append);
   if (fd >= 0) return fd;
   // The name as far as it fits the line (64 characters, then "...").
   size_t n = 0;

@@ -35,9 +35,10 @@ int report_fd();
 // (os::open_named_for_writing), and leaves the name it opened in `name`
 // (`size` bytes, at least 1; not given: kept to itself); when it cannot,
 // says so in one line through report(), "roost: cannot open
-// <variable>=<name> (errno N)<consequence>", and returns -1.
+// <variable>=<name> (errno N)<consequence>", and returns -1.  With
+// `append`, every write goes to the file's end (O_APPEND).
 int open_report_file(const char* variable, const char* pattern, const char* consequence,
-                     char* name = nullptr, size_t size = 0);
+                     char* name = nullptr, size_t size = 0, bool append = false);
 
 // Writes all `n` bytes of `s` to `fd` (again after a signal interrupts),
 // leaving errno as it was; false if the descriptor refused them.

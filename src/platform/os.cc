@@ -391,15 +391,15 @@ ROOST_COMMON_TEXT void install_fork_hooks(void (*prepare)(), void (*parent)(), v
 #endif
 }
 
-int open_for_writing(const char* path) {
+int open_for_writing(const char* path, bool append) {
   for (;;) {
-    int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (append ? O_APPEND : 0), 0644);
     if (fd >= 0) return fd;
     if (errno != EINTR) return -errno;
   }
 }
 
-int open_named_for_writing(const char* pattern, char* name, size_t size) {
+int open_named_for_writing(const char* pattern, char* name, size_t size, bool append) {
   err::Text expanded(name, size);
   for (const char* p = pattern; *p != 0; p++) {
     if (p[0] == '%' && p[1] == 'p') {
@@ -412,7 +412,7 @@ int open_named_for_writing(const char* pattern, char* name, size_t size) {
       expanded.chr(*p);
     }
   }
-  return expanded.length() < size ? open_for_writing(name) : -ENAMETOOLONG;
+  return expanded.length() < size ? open_for_writing(name, append) : -ENAMETOOLONG;
 }
 
 bool copy_file_to(const char* path, int fd) {
@@ -438,6 +438,20 @@ bool copy_file_to(const char* path, int fd) {
 
 void close(int fd) { ::close(fd); }
 
+int rename_file(const char* from, const char* to) {
+  int saved = errno;
+  // The system call itself: rename() is declared by stdio.h.
+  int rc = syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to) == 0 ? 0 : -errno;
+  errno = saved;
+  return rc;
+}
+
+void remove_file(const char* path) {
+  int saved = errno;
+  ::unlink(path);
+  errno = saved;
+}
+
 int process_id() { return static_cast<int>(::getpid()); }
 
 const char* program_name() {
@@ -448,6 +462,54 @@ uint64_t wall_clock_seconds() {
   timespec ts;
   sys_clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec > 0 ? static_cast<uint64_t>(ts.tv_sec) : 0;
+}
+
+uint64_t wall_clock_ms() {
+  timespec ts;
+  sys_clock_gettime(CLOCK_REALTIME, &ts);
+  if (ts.tv_sec < 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
+}
+
+namespace {
+// The unsigned decimal number at `s` (0 if none); `s` moves past it.
+uint64_t read_decimal(const char*& s) {
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + static_cast<uint64_t>(*s - '0');
+  return v;
+}
+}  // namespace
+
+uint64_t resident_bytes() {
+  // "size resident shared text lib data dt", in pages.
+  char buf[128];
+  if (read_start("/proc/self/statm", buf, sizeof(buf)) == 0) return 0;
+  const char* s = buf;
+  read_decimal(s);
+  if (*s != ' ') return 0;
+  s++;
+  return read_decimal(s) * getauxval(AT_PAGESZ);  // the kernel's pages, whatever page_size() says
+}
+
+uint64_t process_age_ns() {
+  // The fields after the command's closing parenthesis (the command may hold
+  // spaces and parentheses): state is field 3, starttime (clock ticks since
+  // boot) field 22.
+  char buf[1024];
+  if (read_start("/proc/self/stat", buf, sizeof(buf)) == 0) return 0;
+  const char* s = strrchr(buf, ')');
+  if (s == nullptr) return 0;
+  for (int field = 2; field < 22 && *s != 0; s++)
+    if (*s == ' ') field++;
+  uint64_t ticks = read_decimal(s);
+  uint64_t hz = getauxval(AT_CLKTCK);
+  if (hz == 0) return 0;
+  timespec ts;
+  sys_clock_gettime(CLOCK_BOOTTIME, &ts);
+  uint64_t boot_ns =
+      static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  uint64_t start_ns = ticks / hz * 1000000000u + ticks % hz * 1000000000u / hz;
+  return boot_ns > start_ns ? boot_ns - start_ns : 0;
 }
 
 ROOST_COMMON_TEXT uint64_t now_ns() {
@@ -590,6 +652,17 @@ bool other_threads_run() {
 
 ROOST_COMMON_TEXT void join_thread(Thread t) {
   pthread_join(static_cast<pthread_t>(t.handle), nullptr);
+}
+
+Caught catch_signal(int sig, void (*handler)(int)) {
+  struct sigaction old = {};
+  if (sigaction(sig, nullptr, &old) != 0) return Caught::kFailed;
+  if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return Caught::kTaken;
+  struct sigaction act = {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  return sigaction(sig, &act, nullptr) == 0 ? Caught::kCaught : Caught::kFailed;
 }
 
 ROOST_COMMON_TEXT void wait_on(const uint32_t* word, uint32_t expected, uint64_t timeout_ns) {

@@ -3,12 +3,13 @@
 // Owns: address-space reservation (anywhere, or at an address the backend
 // picks), purge, moving pages between ranges, huge-page advice, the
 // address-space limit, page size, the thread-exit hook, fork hooks, roost's
-// own thread and its sleep and wake-up (futex), the process id, files
-// written by name (the statistics report, the heap profiles) and their
-// absolute paths, and the test-only fault injection that makes the OS
-// refuse.  Must never: allocate through malloc, call stdio, or hold
-// allocator policy (which chunk, where, when to purge: that is the
-// backend's).
+// own thread and its sleep and wake-up (futex), a signal's handler where
+// the program has none (the dumps' signal), the process id, files written
+// by name (the statistics report, the heap profiles, the dumps, renamed
+// into place) and their absolute paths, and the test-only fault injection
+// that makes the OS refuse.  Must never: allocate through malloc, call
+// stdio, or hold allocator policy (which chunk, where, when to purge: that
+// is the backend's).
 #pragma once
 
 #include <cstddef>
@@ -130,11 +131,12 @@ uint64_t now_ns();
 namespace roost::os {
 // Opens `path` for writing: created (mode 0644, less the umask) or
 // truncated, close-on-exec.  The descriptor, or -errno.
-int open_for_writing(const char* path);
+// With `append`, every write goes to the file's end (O_APPEND).
+int open_for_writing(const char* path, bool append = false);
 // The same for the path `pattern` names, its "%p" the process id ("%%" a
 // "%"); `name` receives that path, NUL-terminated and cut to `size`
 // (-ENAMETOOLONG when it does not fit).
-int open_named_for_writing(const char* pattern, char* name, size_t size);
+int open_named_for_writing(const char* pattern, char* name, size_t size, bool append = false);
 // `name` as an absolute path, into `out` (NUL-terminated): `name` itself
 // when it starts with '/', else the working directory, '/' and `name` less
 // any leading "./"; false when it does not fit `size` or the working
@@ -144,12 +146,24 @@ bool absolute_path(const char* name, char* out, size_t size);
 // false if either refused.
 bool copy_file_to(const char* path, int fd);
 void close(int fd);
+// Renames `from` to `to` (replacing it, in one step, on one file system);
+// 0 or -errno.
+int rename_file(const char* from, const char* to);
+// Removes the file `path` (a temporary one that failed); errno kept.
+void remove_file(const char* path);
 
 int process_id();
 // The program's name (argv[0] without its folder), for reports.
 const char* program_name();
 // Seconds since the epoch (UTC), for the time a report was written.
 uint64_t wall_clock_seconds();
+// Milliseconds since the epoch (UTC).
+uint64_t wall_clock_ms();
+// The process's resident bytes (/proc/self/statm), 0 where it cannot be read.
+uint64_t resident_bytes();
+// Nanoseconds since the kernel started the process (/proc/self/stat, to the
+// kernel's clock tick), 0 where it cannot be read.
+uint64_t process_age_ns();
 }  // namespace roost::os
 
 namespace roost::os {
@@ -170,6 +184,17 @@ bool is_main_thread();
 // Does a thread of the process other than the caller still run (one that
 // has not ended)?  True where /proc cannot tell.
 bool other_threads_run();
+
+// What catch_signal() did.
+enum class Caught {
+  kCaught,  // the handler is installed
+  kTaken,   // the signal's action was not the default one (the program's
+            // handler, or ignored): left as it was
+  kFailed,  // the OS refused
+};
+// Installs `handler` for signal `sig` (SA_RESTART; other signals not
+// blocked while it runs) where its action now is the default one.
+Caught catch_signal(int sig, void (*handler)(int));
 
 // Sleeps while *word == expected, at most timeout_ns (UINT64_MAX: no limit),
 // or until wake_one(word); may return early (spuriously, or on a signal).

@@ -1,10 +1,12 @@
 // The run-time options' parser and list: byte suffixes, overflow, malformed
-// values, boolean words, ranges, the defaults, and the "did you mean" match.
+// values, boolean words, signals, ranges, the defaults, and the "did you
+// mean" match.
 // (What the environment does to a process is tests/options_env_test.cc.)
 #include "options.h"
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -51,10 +53,15 @@ TEST(Options, NumbersPast64BitsAreOutOfRange) {
 TEST(Options, MalformedNumbersAreRejected) {
   for (const char* s : {"", "abc", "-5", "+5", "12x", "12kb", "k", " 12", "12 ", "1.5m", "0x10"})
     EXPECT_EQ(status(Type::kBytes, s), Status::kMalformed) << '"' << s << '"';
-  // Milliseconds take no suffix.
-  for (const char* s : {"", "abc", "-5", "10ms", "10k", "1e3"})
+  // Durations take `ms` or `s` only, after whole digits.
+  for (const char* s : {"", "abc", "-5", "10k", "1e3", "ms", "s", "1.5s", "10 ms", "10sec", "10m"})
     EXPECT_EQ(status(Type::kMillis, s), Status::kMalformed) << '"' << s << '"';
   EXPECT_TRUE(Ok(options::parse_syntax(Type::kMillis, "250"), 250));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kMillis, "250ms"), 250));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kMillis, "250MS"), 250));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kMillis, "1s"), 1000));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kMillis, "2S"), 2000));
+  EXPECT_EQ(status(Type::kMillis, "18446744073709552s"), Status::kOutOfRange);
 }
 
 TEST(Options, BooleansTakeWordsInAnyCase) {
@@ -99,6 +106,25 @@ TEST(Options, PathsTakeAnyText) {
     EXPECT_TRUE(Ok(options::parse_syntax(Type::kPath, s), 0)) << '"' << s << '"';
   EXPECT_EQ(options::kTable[options::kStatsFile].type, Type::kPath);
   EXPECT_STREQ(options::kTable[options::kStatsFile].env, "ROOST_STATS_FILE");
+}
+
+TEST(Options, SignalsTakeNamesWithOrWithoutSigAndNumbers) {
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "USR2"), SIGUSR2));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "SIGUSR2"), SIGUSR2));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "usr2"), SIGUSR2));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "sigUsr1"), SIGUSR1));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "12"), 12));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "40"), 40));  // a real-time signal
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "0"), 0));
+  EXPECT_TRUE(Ok(options::parse_syntax(Type::kSignal, "off"), 0));
+  EXPECT_STREQ(options::signal_name(SIGUSR2), "USR2");
+  EXPECT_EQ(options::signal_name(40), nullptr);
+  // Those roost cannot take, by name or number.
+  for (const char* refused : {"KILL", "SIGSTOP", "segv", "9", "11", "7", "ABRT", "6", "32", "33"})
+    EXPECT_EQ(status(Type::kSignal, refused), Status::kMalformed) << refused;
+  EXPECT_EQ(status(Type::kSignal, "65"), Status::kOutOfRange);
+  for (const char* bad : {"", "SIG", "USR", "USR22", "SIGUSR2 ", "-12", "on"})
+    EXPECT_EQ(status(Type::kSignal, bad), Status::kMalformed) << bad;
 }
 
 TEST(Options, RangesAreEnforced) {
