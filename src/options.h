@@ -104,17 +104,24 @@ constexpr Parsed parse_profile_mode(const char* s) {
   return {p.status, p.value != 0 ? uint64_t{kProfileHeap} : uint64_t{kProfileOff}};
 }
 
-// Decimal digits, then nothing or `ms` (milliseconds), or `s` (seconds), in
-// either case: a duration in milliseconds.
-constexpr Parsed parse_millis(const char* s) {
-  if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
-  uint64_t v = 0;
+// Reads the decimal digits at `s` into `v`, moving `s` past them; true if
+// the number does not fit 64 bits.
+constexpr bool read_digits(const char*& s, uint64_t& v) {
   bool overflow = false;
   for (; *s >= '0' && *s <= '9'; s++) {
     uint64_t digit = static_cast<uint64_t>(*s - '0');
     if (v > (UINT64_MAX - digit) / 10) overflow = true;
     v = v * 10 + digit;
   }
+  return overflow;
+}
+
+// Decimal digits, then nothing or `ms` (milliseconds), or `s` (seconds), in
+// either case: a duration in milliseconds.
+constexpr Parsed parse_millis(const char* s) {
+  if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
+  uint64_t v = 0;
+  bool overflow = read_digits(s, v);
   uint64_t scale = 1;
   if (same_word(s, "s"))
     scale = 1000;
@@ -149,12 +156,7 @@ constexpr bool refused_signal(uint64_t n) {
 constexpr Parsed parse_number(const char* s, bool suffixes) {
   if (*s < '0' || *s > '9') return {Status::kMalformed, 0};
   uint64_t v = 0;
-  bool overflow = false;
-  for (; *s >= '0' && *s <= '9'; s++) {
-    uint64_t digit = static_cast<uint64_t>(*s - '0');
-    if (v > (UINT64_MAX - digit) / 10) overflow = true;
-    v = v * 10 + digit;
-  }
+  bool overflow = read_digits(s, v);
   unsigned shift = 0;
   if (suffixes && *s != 0) {
     switch (lower(*s)) {
