@@ -35,6 +35,28 @@ int g_fd = -1;            // the file (-1: it could not be opened)
 bool g_last = false;      // the last line is written: no more in this process
 uint64_t g_start_ns = 0;  // os::now_ns() when the process started
 uint64_t g_seq = 0;       // lines this process wrote
+// The counts that only grow, as the last line gave them.  A snapshot sums
+// the threads' figures while they run (frees are counters plus free lists
+// plus slabs' free objects, read one after another), so a count can come
+// out a little under the one before; a line never shows it going down.
+enum Cumulative : unsigned {
+  kAllocations,
+  kFrees,
+  kLargeAllocations,
+  kRemoteFrees,
+  kMessagesSent,
+  kMessagesReceived,
+  kBytesPurged,
+  kCumulativeCount
+};
+uint64_t g_highest[kCumulativeCount];
+
+// `value`, or the highest the field showed before if that is more.
+uint64_t at_least_before(Cumulative field, uint64_t value) {
+  if (value < g_highest[field]) return g_highest[field];
+  g_highest[field] = value;
+  return value;
+}
 // One line: its figures (under 1 KiB), then each class in use (under 48
 // characters each).
 char g_buf[1024 + sizeclass::kCount * 48];
@@ -53,18 +75,20 @@ void format(err::Text& out, const stats::Snapshot& s, uint64_t now, bool last) {
   out.str(",\"interval_ms\":").dec(options::get(options::kStatsInterval));
   out.str(",\"rss_bytes\":").dec(os::resident_bytes());
 #define FIELD(name) out.str(",\"" #name "\":").dec(t.name)
+#define GROWING(name, field) out.str(",\"" #name "\":").dec(at_least_before(field, t.name))
   FIELD(bytes_in_use);
   FIELD(bytes_committed);
   FIELD(bytes_dirty);
-  FIELD(bytes_purged);
-  FIELD(allocations);
-  FIELD(frees);
-  FIELD(large_allocations);
-  FIELD(remote_frees);
-  FIELD(messages_sent);
-  FIELD(messages_received);
+  GROWING(bytes_purged, kBytesPurged);
+  GROWING(allocations, kAllocations);
+  GROWING(frees, kFrees);
+  GROWING(large_allocations, kLargeAllocations);
+  GROWING(remote_frees, kRemoteFrees);
+  GROWING(messages_sent, kMessagesSent);
+  GROWING(messages_received, kMessagesReceived);
   FIELD(allocators);
   FIELD(purge_delay_ms);
+#undef GROWING
 #undef FIELD
   out.str(",\"trims\":").dec(heap::trims());
   out.str(",\"classes\":[");
@@ -86,6 +110,7 @@ void write_line(bool last) {
     if (g_pid != 0 && g_fd >= 0) os::close(g_fd);  // the parent's (a forked child)
     g_pid = pid;
     g_seq = 0;
+    for (uint64_t& h : g_highest) h = 0;
     g_last = false;
     g_start_ns = os::now_ns() - os::process_age_ns();
     const char* pattern = options::text(options::kTimelineFile);

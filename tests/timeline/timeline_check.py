@@ -13,6 +13,12 @@
       document; the page refers to nothing outside it, and in a real headless
       browser (chromium-headless-shell or chromium) its script runs without
       an error and draws every series; a screenshot.
+  timeline_check.py beside --work DIR -- COMMAND...
+      COMMAND (a multithreaded test program of a sanitizer or debug tree) with
+      a line every millisecond, so that the service thread writes lines while
+      the program's threads allocate, free and send: COMMAND's own status
+      (ThreadSanitizer's and AddressSanitizer's reports fail it), then every
+      process's file checked as in `lines`, a last line included.
 
 Owns: these checks.  Must never: bet on timing (it waits for what it needs
 to see, up to a minute, and asserts only what every schedule gives), or pass
@@ -310,22 +316,44 @@ def page_test(args):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def beside_test(args):
+    if os.path.isdir(args.work):
+        shutil.rmtree(args.work)
+    os.makedirs(args.work)
+    env = dict(os.environ, ROOST_STATS_INTERVAL="1",
+               ROOST_TIMELINE_FILE=os.path.join(args.work, "t.%p.jsonl"))
+    status = subprocess.run(args.command, env=env).returncode
+    check(status == 0, "%s exited with %d" % (args.command[0], status))
+    files = sorted(os.listdir(args.work))
+    check(files, "no timeline file in " + args.work)
+    for name in files:
+        path = os.path.join(args.work, name)
+        lines = parse_lines(path)
+        pid = int(name.split(".")[1])
+        check_lines(path, lines, pid, 1)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=("lines", "page"))
+    parser.add_argument("what", choices=("lines", "page", "beside"))
     parser.add_argument("--probe")
     parser.add_argument("--preload")
     parser.add_argument("--roost-run")
     parser.add_argument("--work", required=True)
     parser.add_argument("--screenshot")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:len(argv) - len(command) - (1 if command else 0)])
+    args.command = command
     for name in ("probe", "preload", "roost_run", "work", "screenshot"):
         if getattr(args, name):
             setattr(args, name, os.path.abspath(getattr(args, name)))
     if args.what == "lines":
         lines_test(args)
-    else:
+    elif args.what == "page":
         page_test(args)
+    else:
+        beside_test(args)
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         sys.exit(1)
