@@ -6,7 +6,8 @@
 //                         each line "round" on stdin makes the main thread
 //                         allocate 1000 more objects (it answers "ok"), so
 //                         the counters of a dump taken after it must have
-//                         moved; prints "ready" once the threads run.  A
+//                         moved; prints "ready" once every thread has done a
+//                         first pass.  A
 //                         line "fork" forks a child that allocates (a large
 //                         object freed among them: its service starts
 //                         again), prints "child PID" and waits until the
@@ -33,6 +34,10 @@
 #include <unistd.h>
 
 static atomic_int g_stop;
+// Threads that finished their first pass: "ready" waits for all of them, so
+// that a dump taken after it holds every thread's allocations (its profile
+// their samples), however late the threads were scheduled.
+static atomic_int g_started;
 static atomic_int g_own_handler_runs;
 
 #ifdef ROOST_TEST_OWN_HANDLER
@@ -60,6 +65,7 @@ static void* volatile g_handoff[4][KEEP];
 static void* work_thread(void* arg) {
   unsigned id = (unsigned)(size_t)arg, seed = id + 1;
   void* kept[KEEP] = {0};
+  int started = 0;
   while (!atomic_load(&g_stop)) {
     for (unsigned i = 0; i < KEEP; i++) {
       seed = seed * 1103515245u + 12345u;
@@ -72,6 +78,8 @@ static void* work_thread(void* arg) {
     void* mine = __atomic_exchange_n(&g_handoff[(id + 1) % 4][slot], kept[slot], __ATOMIC_ACQ_REL);
     kept[slot] = NULL;
     free(mine);
+    if (!started) atomic_fetch_add(&g_started, 1);
+    started = 1;
   }
   for (unsigned i = 0; i < KEEP; i++) free(kept[i]);
   return NULL;
@@ -79,6 +87,7 @@ static void* work_thread(void* arg) {
 
 static void* storm_thread(void* arg) {
   unsigned seed = (unsigned)(size_t)arg + 1;
+  int started = 0;
   while (!atomic_load(&g_stop)) {
     for (unsigned i = 0; i < 1024; i++) {
       seed = seed * 1103515245u + 12345u;
@@ -88,6 +97,8 @@ static void* storm_thread(void* arg) {
       *(volatile char*)p = 1;
       free(p);
     }
+    if (!started) atomic_fetch_add(&g_started, 1);
+    started = 1;
   }
   return NULL;
 }
@@ -121,6 +132,7 @@ int main(int argc, char** argv) {
   if (threads < 1 || threads > 64) return 2;
   for (int i = 0; i < threads; i++)
     if (pthread_create(&t[i], NULL, body, (void*)(size_t)i) != 0) return 3;
+  while (atomic_load(&g_started) < threads) usleep(1000);
   printf("ready\n");
   fflush(stdout);
   char line[64];
