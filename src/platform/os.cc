@@ -280,6 +280,27 @@ size_t read_start(const char* path, char* buf, size_t size) {
   return got;
 }
 
+// The unsigned decimal number at `s` (0 if none); `s` moves past it.
+uint64_t read_decimal(const char*& s) {
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + static_cast<uint64_t>(*s - '0');
+  return v;
+}
+
+// Field `field` (from 0) of /proc/self/statm, "size resident shared text
+// lib data dt", in pages; 0 where it cannot be read.
+uint64_t statm_pages(int field) {
+  char buf[128];
+  if (read_start("/proc/self/statm", buf, sizeof(buf)) == 0) return 0;
+  const char* s = buf;
+  for (int i = 0; i < field; i++) {
+    read_decimal(s);
+    if (*s != ' ') return 0;
+    s++;
+  }
+  return read_decimal(s);
+}
+
 }  // namespace
 
 bool huge_pages_on_advice() {
@@ -293,10 +314,8 @@ bool huge_pages_on_advice() {
   // kernel does not say, its page size tells.
   if (read_start("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof(buf)) == 0)
     return page_size() == 4096;
-  size_t bytes = 0;
-  for (size_t i = 0; buf[i] >= '0' && buf[i] <= '9'; i++)
-    bytes = bytes * 10 + static_cast<size_t>(buf[i] - '0');
-  return bytes == size_t{2} << 20;
+  const char* s = buf;
+  return read_decimal(s) == uint64_t{2} << 20;
 }
 
 bool advise_huge_pages(void* p, size_t size, bool on) {
@@ -309,15 +328,7 @@ ROOST_COMMON_TEXT size_t address_space_limit() {
   return static_cast<size_t>(r.rlim_cur);
 }
 
-size_t address_space_used() {
-  // /proc/self/statm: "size resident shared ..." in pages.
-  char buf[64];
-  size_t n = read_start("/proc/self/statm", buf, sizeof(buf));
-  size_t pages = 0;
-  for (size_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-    pages = pages * 10 + static_cast<size_t>(buf[i] - '0');
-  return pages * page_size();
-}
+size_t address_space_used() { return statm_pages(0) * page_size(); }
 
 ROOST_COMMON_TEXT uint64_t entropy() {
   uint64_t v = 0;
@@ -471,24 +482,9 @@ uint64_t wall_clock_ms() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
 }
 
-namespace {
-// The unsigned decimal number at `s` (0 if none); `s` moves past it.
-uint64_t read_decimal(const char*& s) {
-  uint64_t v = 0;
-  for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + static_cast<uint64_t>(*s - '0');
-  return v;
-}
-}  // namespace
-
 uint64_t resident_bytes() {
-  // "size resident shared text lib data dt", in pages.
-  char buf[128];
-  if (read_start("/proc/self/statm", buf, sizeof(buf)) == 0) return 0;
-  const char* s = buf;
-  read_decimal(s);
-  if (*s != ' ') return 0;
-  s++;
-  return read_decimal(s) * getauxval(AT_PAGESZ);  // the kernel's pages, whatever page_size() says
+  // The kernel's pages, whatever page_size() says.
+  return statm_pages(1) * getauxval(AT_PAGESZ);
 }
 
 uint64_t process_age_ns() {
