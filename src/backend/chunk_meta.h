@@ -85,16 +85,21 @@ static_assert(sizeof(ChunkMeta) == 64);
 
 // A slab's owner may change while other threads read it (an exited
 // thread's slab adopted by another allocator: frontend/adoption.h), so it
-// is read and written through these, atomically.  Relaxed: a thread that
-// reads the old owner sends the object there, and the old owner forwards
-// it (the message path's rule for a slab that changed hands); the new
-// owner reads its own store; a thread that takes the old owner's allocator
-// later sees the new owner through the pool lock that ordered the change.
+// is read and written through these, atomically.  A thread that reads the
+// old owner sends the object there, and the old owner forwards it (the
+// message path's rule for a slab that changed hands); the new owner reads
+// its own store; a thread that takes the old owner's allocator later sees
+// the new owner through the pool lock that ordered the change.  Release
+// and acquire: a reader may look into the owner it read (adoption asks
+// whether it is parked), which an adopter may have made just before (its
+// fields written by its constructor, not atomically); plain moves on
+// x86-64, and only slow paths read it so (the free fast path's test,
+// owned_by(), compares the pointer only).
 inline void* chunk_owner(const ChunkMeta* m) {
-  return std::atomic_ref(const_cast<ChunkMeta*>(m)->owner).load(std::memory_order_relaxed);
+  return std::atomic_ref(const_cast<ChunkMeta*>(m)->owner).load(std::memory_order_acquire);
 }
 inline void set_chunk_owner(ChunkMeta* m, const void* owner) {
-  std::atomic_ref(m->owner).store(const_cast<void*>(owner), std::memory_order_relaxed);
+  std::atomic_ref(m->owner).store(const_cast<void*>(owner), std::memory_order_release);
 }
 // The free fast path's test: does `allocator` own chunk `m`?  True only for
 // a slab the caller's own allocator owns, which nobody else can give away
