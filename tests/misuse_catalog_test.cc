@@ -544,31 +544,146 @@ TEST(InvalidFree, ObjectStartCarvedButNeverHandedOut) {
 }
 
 // An object start past what the slab has carved (its 40th object, past the
-// first carve's page).  The default and secure builds do not check it (the
-// free is taken as the object's, and the slab's counts go wrong); the
-// hardened build finds no canary there.
+// first carve's page): memory roost never handed out, which every free
+// compares with the slab's carved extent.
 TEST(InvalidFree, ObjectStartNeverCarved) {
   if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
-  expect_caught_child_object(Caught::kHardened, "buffer overflow", kFreshClassSlot, [] {
-    char* q;
-    if (new_slabs_seen()) {
-      q = start_new_slab().base + 40 * kFreshClassSlot;
-    } else {
-      q = static_cast<char*>(g_malloc(kFreshClassSize)) + 40 * kFreshClassSlot;
-    }
-    say_address(q);
-    g_free(q);
-  });
+  expect_caught_child_object(
+      Caught::kAll, "invalid pointer \\(never allocated\\)", kFreshClassSlot, [] {
+        char* q;
+        if (new_slabs_seen()) {
+          q = start_new_slab().base + 40 * kFreshClassSlot;
+        } else {
+          q = static_cast<char*>(g_malloc(kFreshClassSize)) + 40 * kFreshClassSlot;
+        }
+        say_address(q);
+        g_free(q);
+      });
 }
 
-TEST(InvalidFree, ObjectStartNeverCarvedTheDefaultAndSecureBuildsRunOn) {
+// ---- frees of pointers never handed out: every size class, large objects ----
+//
+// For each of roost's size classes, in a child each: a new slab of the
+// class and the one object it handed out, `p`; then a free of an object
+// start of that slab other than `p` (the next ones, the last one, and the
+// start of the slab's tail past its last object where its size leaves
+// one), which roost either carved and has not handed out ("double free")
+// or never carved ("never allocated"); of `p + 8` (unaligned: every build)
+// and `p + 16` (16-byte aligned inside a live object: the secure builds;
+// the default's free fast path checks the alignment only).  For large and
+// huge objects, frees at offsets inside them and just past their end.
+// Every one must be stopped, naming the address.
+namespace {
+
+// In a child: a new slab of the class of index `c`, whose objects are
+// `size` bytes, its size and the object it handed out (allocations of the
+// class until the class's slab count goes up).
+struct ClassSlab {
+  char* base;
+  size_t bytes;
+  char* taken;
+};
+ClassSlab start_new_slab_of(unsigned c, size_t size) {
+  ClassStatsFn stats = class_stats_fn();
+  struct roost_class_stats now {};
+  size_t asked = is_hardened() ? size - 8 : size;  // (its canary word)
+  for (int i = 0; i < 100000; i++) {
+    uint64_t before = stats(c, &now) == 0 ? now.slabs : 0;
+    auto* p = static_cast<char*>(g_malloc(asked));
+    if (stats(c, &now) == 0 && now.slabs > before) {
+      size_t bytes = now.slab_bytes / now.slabs;
+      auto base = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{bytes} - 1);
+      return {reinterpret_cast<char*>(base), bytes, p};
+    }
+  }
+  child_check(false, "no new slab of the class");
+  return {};
+}
+
+// What became of a child that freed the address it named first (see
+// say_address): empty when roost stopped it with one line naming that
+// address as `fault` (a regular expression), else what happened.
+std::string stopped_naming(const ChildResult& r, const std::string& fault) {
+  if (r.exited || r.signal != SIGABRT) return r.describe();
+  size_t eol = r.err.find('\n');
+  if (eol == std::string::npos) return r.describe();
+  std::string addr = r.err.substr(0, eol);
+  std::regex line("roost: free: (" + fault + ") " + addr + "( [^\n]*)?\n");
+  if (!std::regex_match(r.err.substr(eol + 1), line)) return "wanted " + fault + ": " + r.err;
+  return "";
+}
+
+}  // namespace
+
+TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
+  caught_levels()[current_case()] = Caught::kAll;
   std::string build = build_under_test();
-  if (build != "default" && build != "secure")
-    GTEST_SKIP() << "the default and secure builds' behaviour (the hardened build catches it)";
+  if (build != "default" && build != "secure" && build != "hardened")
+    GTEST_SKIP() << "roost's own size classes and slabs (ROOSTTEST_BUILD is " << build << ")";
   if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
-  ChildResult r = run_in_child([] { g_free(start_new_slab().base + 40 * kFreshClassSlot); }, 30);
-  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
-  EXPECT_EQ(r.err, "");
+  ClassCountFn count = class_count_fn();
+  ClassStatsFn stats = class_stats_fn();
+  ASSERT_NE(count, nullptr);
+  int frees = 0;
+  for (unsigned c = 0; c < count(); c++) {
+    struct roost_class_stats cs {};
+    ASSERT_EQ(stats(c, &cs), 0);
+    size_t size = cs.size;
+    // Which address of the new slab to free: an object start (1, 2: the
+    // next ones; 3: the last; 4: the tail past the last object), or inside
+    // the object handed out (5: 8 bytes in, 6: 16 bytes in).
+    for (int which = 1; which <= 6; which++) {
+      if (which == 6 && build == "default") continue;
+      ChildResult r = run_in_child(
+          [c, size, which] {
+            ClassSlab s = start_new_slab_of(c, size);
+            size_t objects = s.bytes / size;
+            char* q = nullptr;
+            if (which <= 3) {
+              size_t index = which == 3 ? objects - 1 : which;
+              q = s.base + index * size;
+              // (The hardened build hands out a new slab's objects in
+              // random order: never the object handed out.)
+              if (q == s.taken) q = s.base + (index == 0 ? 1 : index - 1) * size;
+            } else if (which == 4) {
+              if (objects * size == s.bytes) _exit(0);  // no tail
+              q = s.base + objects * size;
+            } else {
+              q = s.taken + (which == 5 ? 8 : 16);
+            }
+            say_address(q);
+            g_free(q);
+            _exit(0);
+          },
+          30);
+      if (which == 4 && r.exited && r.exit_code == 0 && r.err.empty()) continue;  // no tail
+      // (16 bytes into a 16-byte object is the next object's start.)
+      bool start = which <= 4 || (which == 6 && size == 16);
+      const char* fault = start ? "double free|invalid pointer \\(never allocated\\)"
+                                : "invalid pointer \\(interior of an object\\)";
+      EXPECT_EQ(stopped_naming(r, fault), "") << "class of " << size << " bytes, case " << which;
+      frees++;
+    }
+  }
+  // Large and huge objects: inside (16 bytes, a page, a granule in) and
+  // just past the end.
+  for (size_t size : {size_t{256 * 1024 + 1}, size_t{1} << 20, size_t{64} << 20}) {
+    for (size_t offset : {size_t{16}, size_t{4096}, size_t{64 * 1024}, size_t{0}}) {
+      ChildResult r = run_in_child(
+          [size, offset] {
+            auto* p = static_cast<char*>(g_malloc(size));
+            char* q = p + (offset != 0 ? offset : (size + 4095) / 4096 * 4096);
+            say_address(q);
+            g_free(q);
+            _exit(0);
+          },
+          30);
+      EXPECT_EQ(stopped_naming(r, "invalid pointer \\([^)]*\\)"), "")
+          << "a large object of " << size << " bytes, " << offset << " bytes in";
+      frees++;
+    }
+  }
+  EXPECT_GE(frees, 200);
 }
 
 // ---- writes into freed objects: after free, and overflows ---------------------

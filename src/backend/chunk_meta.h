@@ -61,7 +61,12 @@ struct alignas(64) ChunkMeta {
   };
   uintptr_t base;  // first byte of the chunk
   union {
-    uint64_t inverse;     // slab: sizeclass::inverse_of(object size)
+    struct {
+      uint32_t inverse;  // slab: sizeclass::inverse_of(object size)
+      // Slab: the last byte of its carved objects, the address's low 32
+      // bits (frontend/slab.h: is_carved).
+      uint32_t carve_last;
+    };
     uint64_t large_size;  // large, huge: page-rounded bytes (the guard page follows)
   };
   union {

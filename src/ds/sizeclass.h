@@ -35,13 +35,20 @@ constexpr unsigned from_size_clz(size_t size) {
 inline constexpr unsigned kCount = from_size_clz(config::kMaxSmall) + 1;
 static_assert(to_size(kCount - 1) == config::kMaxSmall);
 
-// The object-start test's multiplier, ceil(2^64 / size): an offset below
-// 2^32 is a multiple of `size` exactly when offset * inverse, modulo 2^64,
-// is below the inverse (Lemire, Kaser and Kurz's divisibility test: a
-// multiply and a compare, no division).
-constexpr uint64_t inverse_of(size_t size) { return ~uint64_t{0} / size + 1; }
-ROOST_INLINE constexpr bool is_multiple(uint64_t offset, uint64_t inverse) {
-  return offset * inverse < inverse;
+// The object-start test counts a slab's offsets in 16-byte units (every
+// object size is a multiple of 16, every object start 16-byte aligned).
+// Its multiplier is ceil(2^32 / units), modulo 2^32, for an object of
+// `units` units (0 for the 16-byte class, where every unit starts an
+// object): a unit offset below 2^18 (a slab of up to 4 MiB) is a multiple
+// of `units` exactly when unit * inverse, modulo 2^32, is at most
+// inverse - 1, modulo 2^32 (Lemire, Kaser and Kurz's divisibility test:
+// a multiply and a compare, no division; exact while the offset's and the
+// divisor's bits add up to 32 at most: 18 + 14).
+constexpr uint32_t inverse_of(size_t size) {
+  return static_cast<uint32_t>(0xffffffffu / (size >> config::kMinAllocBits) + 1);
+}
+ROOST_INLINE constexpr bool is_multiple(uint32_t units, uint32_t inverse) {
+  return units * inverse <= inverse - 1;
 }
 
 struct ClassInfo {
@@ -51,7 +58,7 @@ struct ClassInfo {
   uint32_t wake;         // frees into a sleeping slab before it is reused
   uint32_t carve;        // objects carved from a slab's bump tail at a time, at most
   uint32_t first_carve;  // an allocator's first carve of the class: a small page's worth
-  uint64_t inverse;      // inverse_of(size)
+  uint32_t inverse;      // inverse_of(size)
 };
 
 constexpr ClassInfo make_info(unsigned sc) {
@@ -96,11 +103,15 @@ struct InfoTable {
 };
 inline constexpr InfoTable kInfo{};
 
-// A slab's carve count and touched pages are 16-bit fields of its record.
+// A slab's carve count and touched pages are 16-bit fields of its record;
+// its object-start test (is_multiple) counts offsets below 2^18 units of
+// 16 bytes, and its carve test (frontend/slab.h) compares addresses' low
+// 32 bits, so a slab is 4 MiB at most.
 constexpr bool fits_slab_record() {
   for (unsigned i = 0; i < kCount; i++)
     if (kInfo.info[i].capacity > 0xffff ||
-        (size_t{1} << kInfo.info[i].slab_bits) >> config::kMinPageBits > 0xffff)
+        (size_t{1} << kInfo.info[i].slab_bits) >> config::kMinPageBits > 0xffff ||
+        kInfo.info[i].slab_bits > 22 || (kInfo.info[i].size >> config::kMinAllocBits) > (1u << 14))
       return false;
   return true;
 }

@@ -167,13 +167,16 @@ class Allocator {
   // The free fast path: frees `p` (16-byte aligned, in chunk `m`) and
   // returns true when it is an object of a slab this allocator owns; false
   // leaves it to the caller's slow path (another allocator's object, a large
-  // one, misuse).  The exact object-start test costs a multiply chain, so
-  // only checked builds make it here (every slow path makes it).
+  // one, misuse).  An object start beyond what the slab has carved (memory
+  // roost never handed out) goes there too: one compare.  The exact
+  // object-start test costs a multiply chain, so only checked builds make
+  // it here (every slow path makes it).
   // `where` names the call in a diagnostic (the free tag's double free).
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p,
                                                  const char* where = "free") {
     if (ROOST_UNLIKELY(!owned_by(m, this))) return false;
-    if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_object_start(m, p))) return false;
+    if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p))) return false;
+    if (ROOST_UNLIKELY(!slab::is_carved(m, p))) return false;
     if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
       free_tagged(m, p, where);
       return true;
@@ -192,8 +195,9 @@ class Allocator {
   // The remote-free fast path: `p` (16-byte aligned, in chunk `m`) joins
   // its class's lane's batch when that batch is of slab `m`, and the outbox
   // is charged (Messenger's sending; DESIGN.md, "Following malloc and
-  // free").  Only an object start joins: the one right after the batch's
-  // tail is one by construction.  False: the caller's slow path.
+  // free").  Only an object start the slab has carved joins: the one right
+  // after the batch's tail is an object start by construction.  False: the
+  // caller's slow path.
   [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p,
                                                   const char* where = "free") {
     unsigned sc = m->sizeclass;
@@ -202,7 +206,8 @@ class Allocator {
     uint32_t size = m->obj_size;
     bool follows_tail =
         reinterpret_cast<uintptr_t>(e->tail) + size == reinterpret_cast<uintptr_t>(p);
-    if (ROOST_UNLIKELY(!follows_tail) && !slab::is_object_start(m, p)) return false;
+    if (ROOST_UNLIKELY(!follows_tail) && !slab::is_aligned_object_start(m, p)) return false;
+    if (ROOST_UNLIKELY(!slab::is_carved(m, p))) return false;
     if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
       free_tagged(m, p, where);
       return true;

@@ -35,6 +35,8 @@ inline constexpr const char* kFreedObjectWritten = "write to a freed object";
 inline constexpr const char* kSizeMismatch = "size mismatch";
 inline constexpr const char* kBufferOverflow = "buffer overflow";
 inline constexpr const char* kZeroSizeAccess = "access to a zero-size allocation";
+// An object start its slab has not carved yet: memory roost never handed out.
+inline constexpr const char* kNeverAllocated = "invalid pointer (never allocated)";
 
 [[noreturn]] ROOST_SLOW void fault(const char* where, const char* what, const void* p, size_t size);
 

@@ -37,6 +37,13 @@ std::atomic<uint64_t> g_trims{0};
   checks::fault(where, "invalid pointer (interior of an object)", p, size);
 }
 
+// `p`, an address in the slab `m`, is freed or asked about: it must be an
+// object start within what the slab has carved.
+ROOST_INLINE void slab_object(const ChunkMeta* m, const void* p, const char* where) {
+  if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
+  if (!slab::is_carved(m, p)) checks::fault(where, checks::kNeverAllocated, p, m->obj_size);
+}
+
 // A pointer whose lookup found no live object: a freed large object's start
 // (its first granule still maps to a large::is_freed() record), told as
 // `freed_start` with the object's size while its record tells it; inside
@@ -125,7 +132,7 @@ ROOST_COMMON_TEXT ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Alloc
   }
   switch (m->kind) {
     case ChunkKind::kSlab: {
-      if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
+      slab_object(m, p, where);
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
       if (pool::is_unbound(a)) a = pool::bind();
@@ -203,9 +210,10 @@ ROOST_COMMON_TEXT void dealloc_unmapped(void* p, Allocator* a, const char* where
 ROOST_COMMON_TEXT void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
   // The common case: an object of another allocator's slab.  (The owner's
   // own objects took the fast path, but for the checked build's interior
-  // pointers, which is_object_start catches here.)
+  // pointers and object starts beyond what the slab carved, which
+  // slab_object() catches here.)
   if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a))) {
-    if (ROOST_UNLIKELY(!slab::is_object_start(m, p))) interior(where, p, m->obj_size);
+    slab_object(m, p, where);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
       dealloc_through_port(p, m, a, where);
       return;
@@ -246,7 +254,7 @@ ROOST_COMMON_TEXT size_t usable_size(const void* p, const char* where) {
   ChunkMeta* m = pagemap::lookup(p);
   if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
   if (m->kind == ChunkKind::kSlab) {
-    if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
+    slab_object(m, p, where);
     if constexpr (config::kSlackCanaries) return checks::slack_intact(m, p, where);
     return m->obj_size;
   }

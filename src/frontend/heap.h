@@ -65,7 +65,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
       // allocator owns slabs alone, so its record needs no kind test (the
       // hardened build's quarantine takes the path below).
       if (!config::kQuarantine && ROOST_LIKELY(owned_by(m, a))) {
-        if (ROOST_UNLIKELY(!slab::is_object_start(m, p))) {
+        if (ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p) || !slab::is_carved(m, p))) {
           dealloc_slow(p, m, a, where);
           return;
         }
@@ -78,7 +78,8 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
         a->free_owned(m, p);
         return;
       }
-      if (ROOST_UNLIKELY(m->kind != ChunkKind::kSlab || !slab::is_object_start(m, p))) {
+      if (ROOST_UNLIKELY(m->kind != ChunkKind::kSlab || !slab::is_aligned_object_start(m, p) ||
+                         !slab::is_carved(m, p))) {
         dealloc_slow(p, m, a, where);
         return;
       }

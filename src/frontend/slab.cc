@@ -41,6 +41,7 @@ ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_
   m->inverse = info.inverse;
   m->obj_size = info.size;
   m->carved = 0;
+  note_carve_end(m);
   if (resident > pages) resident = pages;
   resident = trim_resident(m, resident, keep_resident);
   m->touched_pages = static_cast<uint16_t>(resident);

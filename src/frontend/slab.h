@@ -18,6 +18,8 @@
 // hands out.
 #pragma once
 
+#include <atomic>
+
 #include "backend/chunk_meta.h"
 #include "backend/pagemap.h"
 #include "config.h"
@@ -30,10 +32,47 @@
 
 namespace roost::slab {
 
-// Is `p` (an address in the slab `m`) the start of an object of it?  Its
-// offset a multiple of the object size: a multiply and a compare.
+// Is `p`, a 16-byte-aligned address in the slab `m`, the start of an
+// object of it?  Its offset a multiple of the object size: a shift, a
+// multiply and a compare.
+ROOST_INLINE bool is_aligned_object_start(const ChunkMeta* m, const void* p) {
+  // (Low 32 bits: a slab is 4 MiB at most.)
+  auto offset = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) - m->base);
+  return sizeclass::is_multiple(offset >> config::kMinAllocBits, m->inverse);
+}
+// The same for any address in the slab.
 ROOST_INLINE bool is_object_start(const ChunkMeta* m, const void* p) {
-  return sizeclass::is_multiple(reinterpret_cast<uintptr_t>(p) - m->base, m->inverse);
+  return reinterpret_cast<uintptr_t>(p) % config::kMinAlloc == 0 && is_aligned_object_start(m, p);
+}
+
+// Is `p`, an address in the slab `m`, within the objects it has carved so
+// far?  A free of an object start beyond them is of memory roost never
+// handed out.  One compare of the addresses' low 32 bits with the record's
+// `carve_last` (a slab is 4 MiB at most and aligned to its size, so those
+// bits order the addresses within it).  A slab that has carved nothing
+// (after it started over) and starts at a multiple of 4 GiB passes every
+// address: that misuse goes unseen there.  Any thread may ask (a remote
+// free), while the owner carves: it reads the bound its own object was
+// carved within, or a later one (a slab starts over only when every object
+// is home).  A plain load, which the compiler folds into the compare; an
+// atomic one where ThreadSanitizer checks it.
+ROOST_INLINE bool is_carved(const ChunkMeta* m, const void* p) {
+#if defined(__SANITIZE_THREAD__)
+  // Relaxed: the bound only grows while the caller's object is out, and
+  // the caller's own hold of it ordered the carve that made it before.
+  uint32_t last =
+      std::atomic_ref(const_cast<ChunkMeta*>(m)->carve_last).load(std::memory_order_relaxed);
+#else
+  uint32_t last = m->carve_last;
+#endif
+  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) <= last;
+}
+// Sets `carve_last` from the objects carved (see is_carved).
+inline void note_carve_end(ChunkMeta* m) {
+  uintptr_t end = m->base + size_t{m->carved} * m->obj_size;
+  // Relaxed: other threads' reads (is_carved) need no order beyond what
+  // handing an object out gives them.
+  std::atomic_ref(m->carve_last).store(static_cast<uint32_t>(end - 1), std::memory_order_relaxed);
 }
 
 // Does an object of slab `m` resized to `size` bytes stay where it is?  A
@@ -191,6 +230,7 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list, uint32_t batch = kClass
   else
     list = freelist::build(first, size, count, list, keep);
   m->carved = static_cast<uint16_t>(m->carved + count);
+  note_carve_end(m);
   m->needed += static_cast<int32_t>(count);
   uint32_t end =
       static_cast<uint32_t>(bits::align_up(size_t{m->carved} * m->obj_size, config::kMinPageSize) >>
@@ -221,6 +261,7 @@ inline void start_over(ChunkMeta* m, bool zeroed) {
   m->free_head = nullptr;
   m->needed = is_active(m) ? kActiveHold : 0;
   m->carved = 0;
+  note_carve_end(m);
   if (zeroed) m->touched_pages = 0;
 }
 

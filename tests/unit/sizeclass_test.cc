@@ -80,19 +80,22 @@ TEST(SizeClass, CarvesTouchFewPages) {
 }
 
 TEST(SizeClass, ObjectStartTestIsExactOverTheWholeSlab) {
-  // Every 16-byte offset of the slab (and one slab beyond it): a multiple
-  // of the object size exactly when the multiply-and-compare says so.
+  // Every 16-byte unit of a 4 MiB slab (the biggest any class has) for
+  // every class: a multiple of the object size exactly when the
+  // multiply-and-compare says so.
   for (unsigned sc = 0; sc < kCount; sc++) {
     const ClassInfo& info = kInfo.info[sc];
-    uint64_t slab = uint64_t{1} << info.slab_bits;
-    for (uint64_t off = 0; off < 2 * slab; off += 16)
-      ASSERT_EQ(is_multiple(off, info.inverse), off % info.size == 0) << sc << " " << off;
+    ASSERT_LE(info.slab_bits, 22u) << sc;
+    for (uint32_t unit = 0; unit < (1u << 18); unit++)
+      ASSERT_EQ(is_multiple(unit, info.inverse), uint64_t{unit} * 16 % info.size == 0)
+          << sc << " " << unit;
   }
-  // The test's bound: every offset below 2^32 for the classes' sizes and
-  // for odd divisors, which have no shortcut through low bits.
-  for (uint64_t size : {uint64_t{48}, uint64_t{80}, uint64_t{3}, uint64_t{229376}}) {
-    uint64_t inverse = inverse_of(size);
-    for (uint64_t off = (uint64_t{1} << 32) - 4 * size; off < (uint64_t{1} << 32); off++)
-      ASSERT_EQ(is_multiple(off, inverse), off % size == 0) << size << " " << off;
+  // The test's bound (unit offsets below 2^18, object sizes up to 2^14
+  // units) for sizes that are no class's: odd unit counts, which have no
+  // shortcut through low bits, and the largest.
+  for (uint32_t units : {3u, 5u, 7u, 12289u, 16383u, 16384u}) {
+    uint32_t inverse = inverse_of(size_t{units} * 16);
+    for (uint32_t unit = 0; unit < (1u << 18); unit++)
+      ASSERT_EQ(is_multiple(unit, inverse), unit % units == 0) << units << " " << unit;
   }
 }
