@@ -302,8 +302,8 @@ inline constexpr bool kAsan = ROOST_ASAN != 0;
 // that cost its fast paths next to nothing.  The secure build
 // (libroost-secure, -DROOST_SECURE=1), the production level, turns on the
 // hardening mechanisms below but the three that cost most: the random
-// reuse order (SHUFFLE), the freed pattern (FILL) and the guard pages
-// after large objects (MAX_LARGE_GUARDS; their canaries stay).  The
+// reuse order (SHUFFLE), the check of freed objects (FREED_CHECK) and the
+// guard pages after large objects (MAX_LARGE_GUARDS; their canaries stay).  The
 // hardened build (libroost-hardened, -DROOST_HARDENED=1, which implies
 // ROOST_SECURE) turns on every one.  Each mechanism has a switch of its
 // own, so that its cost can be measured alone (-DROOST_SECURE_<NAME>=0 or
@@ -378,34 +378,29 @@ inline constexpr bool kEncodeLinks = ROOST_SECURE_LINKS != 0;
 // 64-bit counts, which share it.
 inline constexpr bool kNarrowAllocCounts = !kEncodeLinks;
 static_assert(!kEncodeLinks || kDetectDoubleFree, "checked links need the free marks");
-// A freed small object's bytes past its link and mark, up to
-// kFillMaxBytes of them (a multiple of 16), and its last 16 bytes, are
-// filled with a pattern when it is freed (or carved) and checked when it
-// is handed out again: a write after free (or an overflow into a free
-// neighbour, or an underflow into one) within them is caught at reuse.
-// 48 bytes: every object's first 64, one cache line's worth, and one more
-// pair, so the cost stays a few instructions whatever the size.  Needs the
-// marks (DOUBLE_FREE).
-#ifndef ROOST_SECURE_FILL
-#define ROOST_SECURE_FILL ROOST_HARDENED
-#endif
-inline constexpr bool kFillFreed = ROOST_SECURE_FILL != 0;
-static_assert(!kFillFreed || kDetectDoubleFree,
-              "the freed pattern is written where the mark is set (DOUBLE_FREE)");
-#ifndef ROOST_SECURE_FILL_BYTES
-#define ROOST_SECURE_FILL_BYTES 48
-#endif
-inline constexpr size_t kFillMaxBytes = ROOST_SECURE_FILL_BYTES;
-
-// The hardened build zeroes a freed object's bytes between the filled
-// ones (ds/free_fill.h), up to the size it was asked for where the canary
-// below says it: nothing a program stored in an object outlives its free.
-// Needs FILL.
+// A freed small object's bytes past its link and mark (its first 16) are
+// zeroed at its free, and so are the stale bytes of a carve from pages an
+// earlier use of its chunk left resident; its first 16 are zeroed when it
+// is handed out (ds/freed_zero.h): nothing a program stored in an object
+// outlives its free, and an allocation that reuses one reads zero
+// throughout.  Needs the marks (DOUBLE_FREE).
 #ifndef ROOST_SECURE_ZERO_ON_FREE
 #define ROOST_SECURE_ZERO_ON_FREE ROOST_HARDENED
 #endif
 inline constexpr bool kZeroOnFree = ROOST_SECURE_ZERO_ON_FREE != 0;
-static_assert(!kZeroOnFree || kFillFreed, "zero on free is the freed pattern's complement");
+static_assert(!kZeroOnFree || kDetectDoubleFree,
+              "a freed object is zeroed where the mark is set (DOUBLE_FREE)");
+// Every hand-out of a small object from a free list (the malloc fast
+// path's, a slab's, an offload ring's; a quarantined object's link word as
+// it leaves) checks that those bytes still read zero: a write after free
+// (or an overflow into a free neighbour, or an underflow into one)
+// anywhere in the object is caught at reuse.  A loop over the whole
+// object, 16 bytes a step.  Needs ZERO_ON_FREE.
+#ifndef ROOST_SECURE_FREED_CHECK
+#define ROOST_SECURE_FREED_CHECK ROOST_HARDENED
+#endif
+inline constexpr bool kCheckFreed = ROOST_SECURE_FREED_CHECK != 0;
+static_assert(!kCheckFreed || kZeroOnFree, "the check is of the zero on free (ZERO_ON_FREE)");
 
 // Small objects carry a canary after the size asked for
 // (ds/slack_canary.h): each takes the class of its size plus a canary

@@ -221,8 +221,9 @@ void say_address(const void* p) {
   fprintf(stderr, "0x%" PRIxPTR "\n", reinterpret_cast<uintptr_t>(p));
 }
 
-// Allocates `size`-byte objects until `p` comes back (the child aborts
-// first when the build catches what was done to it).  Under
+// Allocates `size`-byte objects (`by_calloc`: with calloc) until `p`
+// comes back (the child aborts first when the build catches what was done
+// to it).  Under
 // ROOST_OFFLOAD=1 an object freed here comes back only once the service
 // has carried out the free and put it on a ring again, so the loop pauses
 // every thousand allocations for the service to run (on a loaded machine
@@ -239,7 +240,7 @@ void say_address(const void* p) {
 // child exits with kNotHandedOutUnderOffload, and the case is skipped
 // (run_case): it tested nothing.  (Without offload the object goes back to
 // this thread's active slab, which the next refill takes.)
-void allocate_until_handed_out(const void* p, size_t size) {
+void allocate_until_handed_out(const void* p, size_t size, bool by_calloc = false) {
   // The hardened build's quarantine holds a freed object for 128 frees on
   // average (kQuarantineSlots random slots): 4096 frees of objects of
   // another class (200 bytes: no case's) push it out but for a chance of
@@ -251,7 +252,7 @@ void allocate_until_handed_out(const void* p, size_t size) {
   }
   bool wait_for_service = offload_on();
   for (int i = 1; i <= 200000; i++) {
-    if (g_malloc(size) == p) return;
+    if ((by_calloc ? calloc(1, size) : g_malloc(size)) == p) return;
     if (wait_for_service && i % 1000 == 0) usleep(1000);
     if (wait_for_service && i % 20000 == 0) malloc_trim(0);
   }
@@ -261,7 +262,7 @@ void allocate_until_handed_out(const void* p, size_t size) {
 
 // What a freed object's overwritten link is caught as: a corrupted free
 // list when the link is followed; in the hardened build, whose freed
-// objects wait in the quarantine with the pattern where the link goes, a
+// objects wait in the quarantine with zero where the link goes, a
 // write to a freed object when it leaves.
 std::string link_overwritten_fault() {
   return is_hardened() ? "write to a freed object" : "corrupted free list";
@@ -695,8 +696,8 @@ char g_bytes[64] = {};
 
 }  // namespace
 
-// A byte past the link and the mark: only the hardened build's freed
-// pattern covers it.
+// A byte past the link and the mark: only the hardened build's check of
+// freed objects covers it.
 TEST(WriteAfterFree, OneByteThenMallocOfTheSameSize) {
   char* p = static_cast<char*>(g_malloc(64));
   expect_caught(Caught::kHardened, "write to a freed object", p, [p] {
@@ -716,7 +717,7 @@ TEST(WriteAfterFree, WholeObjectByMemcpyThenMalloc) {
 }
 
 // The link and the mark (the object's first 16 bytes) are the secure
-// build's; the rest the hardened build's pattern.
+// build's; the rest the hardened build's zero.
 //
 // The link alone: what a freed object's first word says is not followed.
 TEST(CorruptedFreeList, LinkOverwrittenThenMalloc) {
@@ -879,10 +880,10 @@ void expect_live_neighbour_caught(size_t size, size_t len, bool overflow) {
 // Another thread's free of this thread's object: it waits in that
 // thread's quarantine and BatchIt cache (under ROOST_OFFLOAD=1, on its free
 // ring until the service sends it) and goes home as a message, whose batch
-// word lands on the object's last word, where the pattern lies.  A write
+// word lands on the object's last word, zero till then.  A write
 // there meanwhile is caught as the message is sent (or, under offload,
 // where the service sent it first, as the message arrives): the batch word
-// does not hide it, though the receiver puts the pattern back.
+// does not hide it, though the receiver zeroes the word again.
 TEST(WriteAfterFree, LastByteWhileOnItsWayHome) {
   // The last byte of the object's slot: the one before its neighbour
   // (found, so that an allocator observed, whose slots the test does not
@@ -957,8 +958,8 @@ TEST(Overflow, ThirtyTwoBytesByMemcpyIntoAFreeMediumNeighbour) {
   expect_neighbour_caught(Caught::kSecure, "write to a freed object", 2048, 32, true);
 }
 
-// An underflow reaches the end of the neighbour before, where only the
-// hardened build's pattern lies.
+// An underflow reaches the end of the neighbour before, whose zero only
+// the hardened build checks.
 TEST(Underflow, OneByteByStoreIntoAFreeSmallNeighbour) {
   expect_neighbour_caught(Caught::kHardened, "write to a freed object", 64, 1, false);
 }
@@ -1469,20 +1470,28 @@ TEST(ReuseOrder, AFreedObjectComesBackAfterTheSameNumberOfAllocationsInEveryRun)
   EXPECT_EQ(counts[2], counts[0]);
 }
 
-// Objects of 256, 4000 and 100 000 bytes, each filled with 0xab and freed
-// in a child, which reads it back through a volatile pointer: byte i (from
-// 16 on: the link and the tag or mark come first; up to the last
-// `tail_left` bytes) must hold want(i).
-void expect_freed_bytes(unsigned char (*want)(size_t i), size_t tail_left = 0) {
-  for (size_t size : {size_t{256}, size_t{4000}, size_t{100000}}) {
+// Sizes asked for whose objects take roost's 64-byte, 4 KiB and 256 KiB
+// classes in every build (the hardened build's with their canary word: 8
+// bytes less than the class).
+constexpr size_t kClassSizes[] = {64 - 8, 4096 - 8, kMaxSmallClass - 8};
+
+// Objects of 100, 256, 4000, 100 000 bytes and of kClassSizes, each filled
+// with 0xab and freed in a child, which reads it back through a volatile
+// pointer: byte i (from 16 on: the link and the tag or mark come first; up
+// to `end`, the object's size less its last `tail_left` bytes, or with
+// `whole_slot` its slot's end) must hold want(i).
+void expect_freed_bytes(unsigned char (*want)(size_t i), size_t tail_left = 0,
+                        bool whole_slot = false) {
+  for (size_t size : {size_t{100}, size_t{256}, size_t{4000}, size_t{100000}, kClassSizes[0],
+                      kClassSizes[1], kClassSizes[2]}) {
     auto* p = static_cast<unsigned char*>(g_malloc(size));
     memset(p, 0xab, size);
+    size_t end = whole_slot ? slot_of(size) : size - tail_left;
     ChildResult r = run_in_child(
-        [p, size, want, tail_left] {
+        [p, end, want] {
           g_free(p);
           const volatile unsigned char* v = p;
-          for (size_t i = 16; i < size - tail_left; i++)
-            child_check(v[i] == want(i), "a byte changed");
+          for (size_t i = 16; i < end; i++) child_check(v[i] == want(i), "a byte changed");
         },
         30);
     EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
@@ -1504,11 +1513,11 @@ TEST(FreedContents, KeptUntilTheObjectIsReused) {
 // ---- the hardened build's reuse order ---------------------------------------
 
 // Zero on free: what a program stored in a small object does not outlive
-// its free (bytes 16 to 64 hold the freed pattern, the first 16 the link
-// and the mark).
-TEST(HardenedReuse, FreedObjectsAreZeroedPastTheirPattern) {
+// its free.  Every byte of its slot past the first 16 (the link and the
+// mark) reads zero, its canary's too.
+TEST(HardenedReuse, FreedObjectsReadZeroPastTheirLinkAndMark) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
-  expect_freed_bytes([](size_t i) -> unsigned char { return i < 64 ? 0xdf : 0; });
+  expect_freed_bytes([](size_t) -> unsigned char { return 0; }, 0, true);
 }
 
 // The quarantine: a freed object is not handed out again while it waits,
@@ -1586,6 +1595,125 @@ TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
   // Fresh objects of an odd class: in the default build each follows the
   // last by the class size.
   EXPECT_LT(steps_in_order(176), 50) << "of 199 steps";
+}
+
+// ---- the hardened build's freed objects: zero, checked when handed out ------
+
+namespace {
+
+// A byte of a freed object of `size` bytes asked for (the middle one of
+// its slot, or the last), then allocations of its size until it is handed
+// out again: the hardened build catches the write there.  (Observing
+// another allocator, whose slots the test does not know: the middle or the
+// last byte of the size asked for.)
+void expect_write_after_free_caught(size_t size, bool last) {
+  size_t slot = slot_of(size) != 0 ? slot_of(size) : size;
+  char* p = static_cast<char*>(g_malloc(size));
+  char* at = last ? p + slot - 1 : p + slot / 2;
+  expect_caught_object(Caught::kHardened, "write to a freed object", p, slot_of(size),
+                       [p, at, size] {
+                         g_free(p);
+                         *at = 1;
+                         allocate_until_handed_out(p, size);
+                       });
+}
+
+}  // namespace
+
+TEST(WriteAfterFree, MiddleByteOfA64ByteObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[0], false);
+}
+
+TEST(WriteAfterFree, LastByteOfA64ByteObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[0], true);
+}
+
+TEST(WriteAfterFree, MiddleByteOfA4KiBObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[1], false);
+}
+
+TEST(WriteAfterFree, LastByteOfA4KiBObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[1], true);
+}
+
+TEST(WriteAfterFree, MiddleByteOfA256KiBObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[2], false);
+}
+
+TEST(WriteAfterFree, LastByteOfA256KiBObjectThenMalloc) {
+  expect_write_after_free_caught(kClassSizes[2], true);
+}
+
+// An allocation that reuses a freed object (the same address handed out
+// again) reads zero throughout: what the object held, its link and its
+// mark included, is gone.
+TEST(HardenedReuse, AReusedObjectReadsZeroThroughout) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  for (size_t size : kClassSizes) {
+    auto* p = static_cast<unsigned char*>(g_malloc(size));
+    memset(p, 0xab, size);
+    ChildResult r = run_in_child(
+        [p, size] {
+          g_free(p);
+          allocate_until_handed_out(p, size);
+          const volatile unsigned char* v = p;
+          for (size_t i = 0; i < size; i++) child_check(v[i] == 0, "a byte is not zero");
+        },
+        30);
+    if (offload_on() && r.exited && r.exit_code == kNotHandedOutUnderOffload)
+      GTEST_SKIP() << "the freed object did not come back (allocate_until_handed_out)";
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
+    g_free(p);
+  }
+}
+
+// calloc hands out a reused object zero throughout too (the hardened
+// build's calloc writes no zeros over a slab's object: it reads zero
+// already).
+TEST(HardenedReuse, CallocOfAReusedObjectReadsZeroThroughout) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  for (size_t size : kClassSizes) {
+    auto* p = static_cast<unsigned char*>(g_malloc(size));
+    memset(p, 0xab, size);
+    ChildResult r = run_in_child(
+        [p, size] {
+          g_free(p);
+          allocate_until_handed_out(p, size, true);
+          const volatile unsigned char* v = p;
+          for (size_t i = 0; i < size; i++) child_check(v[i] == 0, "a byte is not zero");
+        },
+        30);
+    if (offload_on() && r.exited && r.exit_code == kNotHandedOutUnderOffload)
+      GTEST_SKIP() << "the freed object did not come back (allocate_until_handed_out)";
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
+    g_free(p);
+  }
+}
+
+// Memory roost used before, for large objects and for small ones of other
+// sizes, that a thread's exit gave back with its pages resident: objects
+// carved from it later read zero throughout (as fresh ones do), and are
+// handed out without a fault.
+TEST(HardenedReuse, ObjectsCarvedFromMemoryUsedBeforeReadZero) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  ChildResult r = run_in_child(
+      [] {
+        std::thread([] {
+          std::vector<void*> objects;
+          for (int i = 0; i < 16; i++) objects.push_back(g_malloc(300 * 1024));
+          for (int i = 0; i < 4000; i++) objects.push_back(g_malloc(1000));
+          for (void* p : objects) memset(p, 0xab, malloc_usable_size(p));
+          for (void* p : objects) g_free(p);
+        }).join();
+        for (size_t size : {size_t{700}, size_t{1000}, size_t{5000}}) {
+          for (int i = 0; i < 2000; i++) {
+            const volatile unsigned char* v = static_cast<unsigned char*>(g_malloc(size));
+            for (size_t j = 0; j < size; j++) child_check(v[j] == 0, "a byte is not zero");
+          }
+        }
+      },
+      60);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
 }
 
 // ---- the README's table -------------------------------------------------------

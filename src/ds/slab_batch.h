@@ -27,8 +27,8 @@
 
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/free_fill.h"
 #include "ds/free_mark.h"
+#include "ds/freed_zero.h"
 #include "ds/freelist.h"
 #include "ds/mpsc_queue.h"
 
@@ -101,10 +101,10 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
 
 // Links the batch's tail (objects of `obj_size` bytes) to `rest` and
 // returns its head: the batch spliced in front of the list `rest`.  The
-// hardened build's tail gets the freed pattern back where its batch word was.
+// hardened build's tail reads zero again where its batch word was.
 ROOST_INLINE FreeObject* splice(const Batch& b, FreeObject* rest, uint32_t obj_size) {
-  if constexpr (config::kDetectDoubleFree && config::kFillFreed)
-    free_fill::restore_last_word(b.tail, obj_size);
+  if constexpr (config::kDetectDoubleFree && config::kZeroOnFree)
+    freed_zero::clear_last_word(b.tail, obj_size);
   freelist::set_next(b.tail, rest);
   return b.head;
 }

@@ -101,7 +101,7 @@ class Allocator {
         // The secure build checks the link it follows; the list's last
         // object fails the check too, and take_last() tells which it is
         // (a tail call: the fast path keeps no stack frame).
-        checks::fill_intact(sc, p);
+        checks::freed_intact(sc, p);
         FreeObject* n = checks::fast_next(p, slab_size_.bytes[sc]);
         if (ROOST_UNLIKELY(n == nullptr)) return take_last(&fast_[sc], this);
         fast_[sc] = n;

@@ -3,7 +3,7 @@
 //
 // Every check here is either free on the fast paths (the default build's)
 // or switched on by the secure and hardened builds (config.h:
-// kDetectDoubleFree, kEncodeLinks, kFillFreed, kZeroOnFree, kSlackCanaries,
+// kDetectDoubleFree, kEncodeLinks, kZeroOnFree, kCheckFreed, kSlackCanaries,
 // kCheckSizedFree, kCheckMessages, kGuardLarge).
 // A failed check writes one line naming the fault, the address and the
 // size class, then aborts (platform/error.h): nothing on that path
@@ -18,8 +18,8 @@
 #include "backend/pagemap.h"
 #include "config.h"
 #include "ds/bits.h"
-#include "ds/free_fill.h"
 #include "ds/free_mark.h"
+#include "ds/freed_zero.h"
 #include "ds/freelist.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
@@ -62,32 +62,36 @@ ROOST_SLOW void freed_twice(const void* p, const ChunkMeta* m, const char* where
 
 // The API's free of `p`, an object start of slab `m` (secure build): a
 // second free of it is caught here; else its canary is checked (hardened
-// build) and it is marked freed.
+// build) and it is marked freed (the hardened build: the rest zeroed,
+// the canary's bytes too).
 ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
   if (ROOST_UNLIKELY(free_mark::is_set(p, m))) fault(where, kDoubleFree, p, m->obj_size);
-  // The bytes the program may have written: its size asked for, where the
-  // canary says it.
-  size_t written = m->obj_size;
-  if constexpr (config::kSlackCanaries) written = slack_intact(m, p, where);
+  if constexpr (config::kSlackCanaries) slack_intact(m, p, where);
   free_mark::set(p, m);
-  if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
-  if constexpr (config::kZeroOnFree) free_fill::zero_between(p, m->obj_size, written);
-  // Where its link will be: the pattern while it waits in the quarantine.
-  if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = free_fill::kPattern;
+  if constexpr (config::kZeroOnFree) freed_zero::zero(p, m->obj_size);
+  // Where its link will be: zero while it waits in the quarantine.
+  if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = 0;
 }
 
 // `p`, an object of slab `m`, leaves the quarantine (hardened build): the
-// word where its link goes must hold the pattern its free left there, and
-// its mark must be in place, or the program wrote to it while it waited.
-// (The link is written now; the rest is checked when it is handed out.)
+// word where its link goes must be zero as its free left it, and its mark
+// must be in place, or the program wrote to it while it waited.  (The link
+// is written now; the rest is checked when it is handed out.)
 ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char* where) {
-  bool intact = *static_cast<const uint64_t*>(p) == free_fill::kPattern && free_mark::is_set(p, m);
+  bool intact = *static_cast<const uint64_t*>(p) == 0 && free_mark::is_set(p, m);
   if (ROOST_UNLIKELY(!intact)) fault(where, kFreedObjectWritten, p, m->obj_size);
 }
 
-// An object handed out: its mark (or tag) goes.
+// An object handed out: its mark (or tag) goes; in the hardened build its
+// link too, so that it reads zero throughout.
 ROOST_INLINE void note_handed_out(void* p) {
-  if constexpr (config::kFreedSecondWord) free_mark::wipe(p);
+  if constexpr (config::kZeroOnFree) {
+    static_assert(freed_zero::kHeadBytes == 2 * sizeof(uint64_t));
+    static_cast<uint64_t*>(p)[0] = 0;
+    static_cast<uint64_t*>(p)[1] = 0;
+  } else if constexpr (config::kFreedSecondWord) {
+    free_mark::wipe(p);
+  }
 }
 
 // ---- free lists and freed objects (secure build) ----
@@ -95,10 +99,11 @@ ROOST_INLINE void note_handed_out(void* p) {
 // An object of slab `m` that waits to be handed out without having been
 // freed (one carved from a slab's tail, or one the service put on an
 // offload ring) is kept as a freed object would be: tagged or marked (a
-// free of it is then caught as a double free), and filled.
+// free of it is then caught as a double free).  (Its bytes past its head
+// are zero already in the hardened build: carved ones, slab::carve; parked
+// ones were just handed out.)
 ROOST_INLINE void note_unused(const ChunkMeta* m, void* p) {
   if constexpr (config::kEncodeLinks || config::kTagFreed) free_mark::set(p, m);
-  if constexpr (config::kFillFreed) free_fill::fill(p, m->obj_size);
 }
 
 // A check below failed: `p`, reached through `holder`'s link (nullptr: `p`
@@ -135,11 +140,11 @@ ROOST_INLINE FreeObject* fast_next(const FreeObject* o, uint64_t slab_bytes) {
   return nullptr;
 }
 
-// `p`, the head of a free list of class `sc`: in the secure build its
-// filled words must hold the pattern still...
-ROOST_INLINE void fill_intact(unsigned sc, const FreeObject* p) {
-  if constexpr (config::kFillFreed) {
-    if (ROOST_UNLIKELY(!free_fill::intact(p, sizeclass::kInfo.info[sc].size)))
+// `p`, the head of a free list of class `sc`: in the hardened build its
+// bytes past its link and mark must read zero still...
+ROOST_INLINE void freed_intact(unsigned sc, const FreeObject* p) {
+  if constexpr (config::kCheckFreed) {
+    if (ROOST_UNLIKELY(!freed_zero::intact(p, sizeclass::kInfo.info[sc].size)))
       damaged(nullptr, p, sc);
   }
 }
@@ -150,14 +155,14 @@ ROOST_INLINE void head_intact(const ChunkMeta* m, unsigned sc, const FreeObject*
   if constexpr (config::kEncodeLinks) {
     if (ROOST_UNLIKELY(!free_mark::is_set(p, m))) damaged(nullptr, p, sc);
   }
-  fill_intact(sc, p);
+  freed_intact(sc, p);
 }
 // ...which the pagemap names when the caller does not know it.
 ROOST_INLINE void head_intact(unsigned sc, const FreeObject* p) {
   if constexpr (config::kEncodeLinks)
     head_intact(pagemap::lookup(p), sc, p);
   else
-    fill_intact(sc, p);
+    freed_intact(sc, p);
 }
 
 // `p`, the head of a free list of class `sc` (a list just taken from a
@@ -186,9 +191,9 @@ ROOST_INLINE void parked_intact(unsigned sc, void* p) {
 }
 
 // take_first() for the head of a fast list: its mark was checked when it
-// became the head (next_checked), so only its filled words are.
+// became the head (next_checked), so only its zeroed bytes are.
 ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
-  fill_intact(sc, p);
+  freed_intact(sc, p);
   return next_checked(sc, p);
 }
 
@@ -251,16 +256,16 @@ ROOST_INLINE void not_free_list_head(const ChunkMeta* m, const void* p) {
 // ---- messages sent (hardened build) ----
 
 // `tail`, an object of slab `m`, is about to go home as a message's tail:
-// where its last word carries the freed pattern, the batch word goes there
-// (slab_batch::batch_word) and the receiver puts the pattern back, so the
-// pattern must be there still, or the program wrote to the object since
-// its free, and the batch word would hide it.  A freed object can wait a
-// while before it is sent (in a BatchIt cache; under full offload, until
-// the service carries out the free).  A 16-byte tail has no pattern there
-// and carries no batch word.
+// where its last word is one of its zeroed bytes, the batch word goes there
+// (slab_batch::batch_word) and the receiver zeroes it again, so it must be
+// zero still, or the program wrote to the object since its free, and the
+// batch word would hide it.  A freed object can wait a while before it is
+// sent (in a BatchIt cache; under full offload, until the service carries
+// out the free).  A 16-byte tail has no zeroed bytes and carries no batch
+// word.
 ROOST_INLINE void tail_unwritten(const ChunkMeta* m, const void* tail) {
-  if constexpr (config::kFillFreed) {
-    if (ROOST_UNLIKELY(!free_fill::last_word_intact(tail, m->obj_size)))
+  if constexpr (config::kCheckFreed) {
+    if (ROOST_UNLIKELY(!freed_zero::last_word_intact(tail, m->obj_size)))
       fault("sending a message", kFreedObjectWritten, tail, m->obj_size);
   }
 }

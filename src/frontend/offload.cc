@@ -115,7 +115,7 @@ void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
   s->uncount_alloc(sc);
-  if constexpr (config::kTagFreed || config::kEncodeLinks || config::kFillFreed)
+  if constexpr (config::kTagFreed || config::kEncodeLinks)
     checks::note_parked(pagemap::lookup(p), p);
   return p;
 }

@@ -218,12 +218,20 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list, uint32_t batch = kClass
   uint32_t count = carve_count(m, batch);
   uint32_t size = m->obj_size;
   uintptr_t first = m->base + static_cast<uintptr_t>(m->carved) * size;
+  if constexpr (config::kZeroOnFree) {
+    // The hardened build's carved objects read zero, as freed ones do
+    // (ds/freed_zero.h): pages past `touched_pages` do already (never
+    // touched, or purged), the others may hold an earlier use's bytes.
+    uintptr_t end = first + size_t{count} * size;
+    uintptr_t stale = m->base + (size_t{m->touched_pages} << config::kMinPageBits);
+    if (stale > end) stale = end;
+    if (stale > first) __builtin_memset(reinterpret_cast<void*>(first), 0, stale - first);
+  }
   // Each carved object is kept as a freed one would be (checks::note_unused:
   // tagged or marked, so a free of it before it is handed out is caught),
   // as the list is linked.
   auto keep = [&](FreeObject* o) {
-    if constexpr (config::kTagFreed || config::kEncodeLinks || config::kFillFreed)
-      checks::note_unused(m, o);
+    if constexpr (config::kTagFreed || config::kEncodeLinks) checks::note_unused(m, o);
   };
   if constexpr (config::kShuffle)
     list = freelist::build_shuffled(first, size, count, list, secret::g_value ^ first, keep);
