@@ -8,8 +8,9 @@
 //
 // main() sets a 2 GiB limit and executes the test again, so that the limit
 // is in force from the process's start, before roost reads it.  Built linked
-// to libroost.a (.static) and libroost-secure.a (.secure_static, with
-// ROOST_TEST_SECURE: sized frees are checked there).
+// to libroost.a (.static), libroost-secure.a (.secure_static, with
+// ROOST_TEST_SECURE: sized frees are checked there) and libroost-hardened.a
+// (.hardened_static).
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -112,8 +113,10 @@ TEST(ScarceAddressSpace, TheMallocFamilyWorksOnThem) {
   ASSERT_EQ(posix_memalign(&m, 65536, 131072), 0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(m) % 65536, 0u);
   free(m);
-  // Sized frees with the size asked for (checked in the secure build).
-  for (size_t size : {40000, 100000, 262144}) {
+  // Sized frees with the size asked for (checked in the secure build), a
+  // class's own size among them (the hardened build's canary word takes
+  // such an object to the next class).
+  for (size_t size : {40000, 40960, 65536, 100000, 262144}) {
     void* s = malloc(size);
     ASSERT_NE(s, nullptr);
     free_sized(s, size);

@@ -129,8 +129,9 @@ void sized_free(const void* p, size_t size, size_t align, const char* where) {
       return;
     }
   }
-  // (A class served as a large object has its class's size.)
-  unsigned sc = sizeclass::for_aligned(size, align);
+  // (A class served as a large object has its class's size: the class of
+  // the size and its canary, as it was allocated.)
+  unsigned sc = sizeclass::for_aligned(padded, align);
   size_t expected =
       sc < sizeclass::kCount && large::serves_class(sc) ? sizeclass::to_size(sc) : size;
   if (large::usable_for(expected, os::page_size()) != m->large_size)
