@@ -1644,18 +1644,19 @@ TEST(WriteAfterFree, LastByteOfA256KiBObjectThenMalloc) {
   expect_write_after_free_caught(kClassSizes[2], true);
 }
 
-// An allocation that reuses a freed object (the same address handed out
-// again) reads zero throughout: what the object held, its link and its
-// mark included, is gone.
-TEST(HardenedReuse, AReusedObjectReadsZeroThroughout) {
-  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+namespace {
+
+// Frees an object of each of kClassSizes filled with a byte, then (in a
+// child) allocates until its address comes back, by malloc or `by_calloc`:
+// it must read zero throughout.
+void expect_reused_object_reads_zero(bool by_calloc) {
   for (size_t size : kClassSizes) {
     auto* p = static_cast<unsigned char*>(g_malloc(size));
     memset(p, 0xab, size);
     ChildResult r = run_in_child(
-        [p, size] {
+        [p, size, by_calloc] {
           g_free(p);
-          allocate_until_handed_out(p, size);
+          allocate_until_handed_out(p, size, by_calloc);
           const volatile unsigned char* v = p;
           for (size_t i = 0; i < size; i++) child_check(v[i] == 0, "a byte is not zero");
         },
@@ -1667,27 +1668,22 @@ TEST(HardenedReuse, AReusedObjectReadsZeroThroughout) {
   }
 }
 
+}  // namespace
+
+// An allocation that reuses a freed object (the same address handed out
+// again) reads zero throughout: what the object held, its link and its
+// mark included, is gone.
+TEST(HardenedReuse, AReusedObjectReadsZeroThroughout) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  expect_reused_object_reads_zero(false);
+}
+
 // calloc hands out a reused object zero throughout too (the hardened
 // build's calloc writes no zeros over a slab's object: it reads zero
 // already).
 TEST(HardenedReuse, CallocOfAReusedObjectReadsZeroThroughout) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
-  for (size_t size : kClassSizes) {
-    auto* p = static_cast<unsigned char*>(g_malloc(size));
-    memset(p, 0xab, size);
-    ChildResult r = run_in_child(
-        [p, size] {
-          g_free(p);
-          allocate_until_handed_out(p, size, true);
-          const volatile unsigned char* v = p;
-          for (size_t i = 0; i < size; i++) child_check(v[i] == 0, "a byte is not zero");
-        },
-        30);
-    if (offload_on() && r.exited && r.exit_code == kNotHandedOutUnderOffload)
-      GTEST_SKIP() << "the freed object did not come back (allocate_until_handed_out)";
-    EXPECT_TRUE(r.exited && r.exit_code == 0) << size << " bytes: " << r.describe();
-    g_free(p);
-  }
+  expect_reused_object_reads_zero(true);
 }
 
 // Memory roost used before, for large objects and for small ones of other
