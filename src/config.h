@@ -267,15 +267,20 @@ inline constexpr unsigned kBackpressureSpinsPerYield = 16;
 inline constexpr bool kCheckedFree = ROOST_CHECKED != 0;  // assumed; checked at start-up
 
 // Every build catches a double free of a small object that is still free.
-// The default build tags a freed object: the word beside its link (its
-// first: kLinkWord below) holds the address of its slab's record (the free
-// tag, ds/free_mark.h), wiped when the object is handed out again, and
-// every free compares it first (a compare, a branch and a store on the
-// free fast path, a store on malloc's).  The secure build's mark (below)
-// is the same word in the object's second word, and replaces it.
-// -DROOST_FREE_TAG=0 removes the tag (to measure what it costs).
-#ifndef ROOST_FREE_TAG
-#define ROOST_FREE_TAG 1
+// A freed small object carries its free mark (ds/free_mark.h): the word
+// beside its link holds the address of its slab's record, wiped when the
+// object is handed out again, and every free compares it first (a compare,
+// a branch and a store on the free fast path, a store on malloc's).  The
+// default build keeps it in the object's first word (kLinkWord below) and
+// confirms a mark found on a slow path; the secure build keeps it in the
+// second, reports it at once and checks it on every hand-out
+// (kDetectDoubleFree).  -DROOST_FREE_MARK=0 removes the default build's
+// mark (to measure what it costs).
+#ifndef ROOST_FREE_MARK
+#define ROOST_FREE_MARK 1
+#endif
+#ifdef ROOST_FREE_TAG
+#error "ROOST_FREE_TAG is now ROOST_FREE_MARK"
 #endif
 
 // Valgrind's memcheck told of every block roost hands out and takes back
@@ -316,27 +321,27 @@ inline constexpr bool kAsan = ROOST_ASAN != 0;
 #endif
 static_assert(ROOST_SECURE || !ROOST_HARDENED, "the hardened build is the secure build and more");
 inline constexpr bool kSecure = ROOST_SECURE != 0;
-// A freed small object carries a mark (its slab record's address, in its
-// second word: ds/free_mark.h) that the next free of it finds: a double free,
-// local or remote, before or after the object sat in a BatchIt cache or a
-// message, is caught at the second free.  The mark is wiped when the
-// object is handed out again.
+// The secure build's free mark: in a freed small object's second word, it
+// makes a free that finds it a double free at once, local or remote, before
+// or after the object sat in a BatchIt cache or a message, and every free
+// list's hand-out checks it.
 #ifndef ROOST_SECURE_DOUBLE_FREE
 #define ROOST_SECURE_DOUBLE_FREE ROOST_SECURE
 #endif
 inline constexpr bool kDetectDoubleFree = ROOST_SECURE_DOUBLE_FREE != 0;
-// The default build's free tag, where the secure build's mark is off.
-inline constexpr bool kTagFreed = ROOST_FREE_TAG != 0 && !kDetectDoubleFree;
-// Does a free object's other word (not its link) hold its mark or its
-// tag?  (Then a message keeps its batch word elsewhere: ds/slab_batch.h.)
-inline constexpr bool kFreedSecondWord = kDetectDoubleFree || kTagFreed;
+// Does a freed small object carry its free mark?  (Then a message keeps its
+// batch word elsewhere: ds/slab_batch.h.)
+inline constexpr bool kMarkFreed = ROOST_FREE_MARK != 0 || kDetectDoubleFree;
+// The default build's mark, which a free that finds it confirms first
+// (checks::marked_twice) and nothing else checks.
+inline constexpr bool kMarkUnchecked = kMarkFreed && !kDetectDoubleFree;
 // Which of a free object's first two words links it (ds/freelist.h).  The
 // default build's second: an overflow of up to 8 bytes into a free
-// neighbour then lands on its tag, which nothing follows and the next
+// neighbour then lands on its mark, which nothing follows and the next
 // hand-out wipes, so the program runs on (as under glibc) instead of
 // following a broken link.  The secure build's first, its mark second
 // (there such an overflow is caught: the link is checked).
-inline constexpr unsigned kLinkWord = kTagFreed ? 1 : 0;
+inline constexpr unsigned kLinkWord = kMarkUnchecked ? 1 : 0;
 // free_sized, free_aligned_sized and sized delete: the size given must be
 // one the object could have been allocated with.
 #ifndef ROOST_SECURE_SIZED_FREE

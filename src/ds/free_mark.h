@@ -1,9 +1,9 @@
 // ds/free_mark.h — the free mark: what a freed small object's word beside
 // its link says from its free until it is handed out again.
 //
-// Both builds mark a freed object with the address of its slab's record,
+// Every build marks a freed object with the address of its slab's record,
 // which the free fast path has in a register already (no secret to load,
-// no XOR), and wipe the word at hand-out.  The record lives apart from
+// no XOR), and wipes the word at hand-out.  The record lives apart from
 // user memory and roost never gives its address to the program, so a live
 // object's word holds it only where the program stored that address after
 // reading it from a freed object.  A free that finds the mark is a second
@@ -11,12 +11,11 @@
 // BatchIt cache, a message).  The secure build keeps the mark in the
 // second word (its link is the first: config::kLinkWord), reports a hit at
 // once, and checks the mark again on every object a free list hands out;
-// the default build keeps it in the first word (its checks call it the
-// free tag) and confirms a hit on a slow path first (frontend/checks.h).
+// the default build keeps it in the first word and confirms a hit on a
+// slow path first (frontend/checks.h: the free mark's section).
 //
 // Owns: the mark's place and value.  Must never: know a slab's layout
-// beyond its record's address, or be used where config::kFreedSecondWord
-// is off.
+// beyond its record's address, or be used where config::kMarkFreed is off.
 #pragma once
 
 #include <cstdint>

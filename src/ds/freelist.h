@@ -24,7 +24,7 @@ namespace roost {
 
 struct FreeObject {
   // word[config::kLinkWord]: the next object, encoded (freelist::next /
-  // set_next); the other: the free tag or mark (ds/free_mark.h).
+  // set_next); the other: the free mark (ds/free_mark.h).
   uintptr_t word[2];
 };
 

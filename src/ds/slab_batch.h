@@ -67,7 +67,7 @@ ROOST_INLINE const void* tail_of(const void* node) {
 // Does a tail of `obj_size` bytes keep its batch word beside its link (where
 // a 16-byte one of the default build loses its mark)?
 ROOST_INLINE bool batch_word_beside_link(uint32_t obj_size) {
-  return !config::kFreedSecondWord || obj_size <= 2 * sizeof(uint64_t);
+  return !config::kMarkFreed || obj_size <= 2 * sizeof(uint64_t);
 }
 
 // Where a tail of `obj_size` bytes keeps its batch word.

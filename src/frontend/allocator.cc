@@ -256,13 +256,13 @@ ROOST_COMMON_TEXT void Allocator::slab_event(ChunkMeta* m) {
   if (visit_inbox()) service::at_safe_point();
 }
 
-void Allocator::free_tagged(ChunkMeta* m, void* p, const char* where) {
-  checks::tagged_twice(m, p, where);
-  if (!try_free_local(m, p, where)) free_remote(m, p, where);
+void Allocator::free_found_marked(ChunkMeta* m, void* p, const char* where) {
+  checks::marked_twice(m, p, where);
+  checks::mark_freed(m, p, where);  // (wiped: marked now)
+  free_marked(m, p);
 }
 
-ROOST_COMMON_TEXT void Allocator::free_remote(ChunkMeta* m, void* p, const char* where) {
-  checks::note_tagged_free(m, p, where);
+ROOST_COMMON_TEXT void Allocator::send_remote(ChunkMeta* m, void* p) {
   // An exited thread's slab: adopted, the object is freed as one of our own
   // (and so are the slab's next ones, without a message).
   if (ROOST_UNLIKELY(adoption::on()) && port_ == nullptr && adoption::owner_parked<Allocator>(m) &&
@@ -327,7 +327,7 @@ ROOST_COMMON_TEXT void Allocator::drain_quarantine(const char* where) {
   quarantine_.drain([this, where](void* p) {
     ChunkMeta* m = pagemap::record_at(pagemap::aligned_index(p));
     left_quarantine(m, p, where);
-    if (!try_free_local(m, p, where)) free_remote(m, p, where);
+    free_marked(m, p);
   });
 }
 

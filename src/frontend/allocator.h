@@ -166,22 +166,23 @@ class Allocator {
 
   // The free fast path: frees `p` (16-byte aligned, in chunk `m`) and
   // returns true when it is an object of a slab this allocator owns; false
-  // leaves it to the caller's slow path (another allocator's object, a large
-  // one, misuse).  An object start beyond what the slab has carved (memory
-  // roost never handed out) goes there too: one compare.  The exact
-  // object-start test costs a multiply chain, so only checked builds make
-  // it here (every slow path makes it).
-  // `where` names the call in a diagnostic (the free tag's double free).
+  // leaves it to the caller's next level (another allocator's object, a
+  // large one, misuse).  An object start beyond what the slab has carved
+  // (memory roost never handed out) goes on too: one compare.  The exact
+  // object-start test costs a multiply chain, so only the checked and
+  // secure builds make it here (every slow path makes it).  The free mark's
+  // check is this level's (checks::mark_freed); `where` names the call in a
+  // diagnostic.
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p,
                                                  const char* where = "free") {
+    constexpr bool kExactStart = config::kCheckedFree || config::kDetectDoubleFree;
     if (ROOST_UNLIKELY(!owned_by(m, this))) return false;
-    if (config::kCheckedFree && ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p))) return false;
+    if (kExactStart && ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p))) return false;
     if (ROOST_UNLIKELY(!slab::is_carved(m, p))) return false;
-    if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
-      free_tagged(m, p, where);
+    if (ROOST_UNLIKELY(!checks::mark_freed(m, p, where))) {
+      free_found_marked(m, p, where);
       return true;
     }
-    checks::tag(m, p);
     free_owned(m, p);
     return true;
   }
@@ -196,35 +197,48 @@ class Allocator {
   // its class's lane's batch when that batch is of slab `m`, and the outbox
   // is charged (Messenger's sending; DESIGN.md, "Following malloc and
   // free").  Only an object start the slab has carved joins: the one right
-  // after the batch's tail is an object start by construction.  False: the
-  // caller's slow path.
+  // after the batch's tail is an object start by construction.  The free
+  // mark's check as try_free_local()'s.  False: the caller's slow path.
   [[nodiscard]] ROOST_INLINE bool try_free_remote(ChunkMeta* m, void* p,
                                                   const char* where = "free") {
-    unsigned sc = m->sizeclass;
-    RemoteCache::Entry* e = messenger_.lane(sc);
+    RemoteCache::Entry* e = messenger_.lane(m->sizeclass);
     if (ROOST_UNLIKELY(e->slab != m)) return false;
-    uint32_t size = m->obj_size;
     bool follows_tail =
-        reinterpret_cast<uintptr_t>(e->tail) + size == reinterpret_cast<uintptr_t>(p);
+        reinterpret_cast<uintptr_t>(e->tail) + m->obj_size == reinterpret_cast<uintptr_t>(p);
     if (ROOST_UNLIKELY(!follows_tail) && !slab::is_aligned_object_start(m, p)) return false;
     if (ROOST_UNLIKELY(!slab::is_carved(m, p))) return false;
-    if (ROOST_UNLIKELY(checks::is_tagged(m, p))) {
-      free_tagged(m, p, where);
+    if (ROOST_UNLIKELY(!checks::mark_freed(m, p, where))) {
+      free_found_marked(m, p, where);
       return true;
     }
-    checks::tag(m, p);
-    messenger_.append(e, p);
-    if (ROOST_UNLIKELY(messenger_.charge(size))) after_stretch();
+    join_lane(e, m, p);
     return true;
   }
 
+  // `p`, an object start of slab `m` whose free was checked and marked
+  // already (it left the quarantine, or an offload ring), goes home: to its
+  // slab if this allocator owns it, else as try_free_remote() or
+  // send_remote() would send it.
+  ROOST_INLINE void free_marked(ChunkMeta* m, void* p) {
+    if (owned_by(m, this)) {
+      free_owned(m, p);
+      return;
+    }
+    RemoteCache::Entry* e = messenger_.lane(m->sizeclass);
+    if (ROOST_LIKELY(e->slab == m)) {
+      join_lane(e, m, p);
+      return;
+    }
+    send_remote(m, p);
+  }
+
   // The remote free's slow path: `p`, an object start of slab `m` that
-  // another allocator owns, into the BatchIt cache (alone, with an offload
-  // port: its ring came first) and the outbox.
-  ROOST_NOINLINE void free_remote(ChunkMeta* m, void* p, const char* where = "free");
-  // A free found `p` tagged (checks::is_tagged): a double free, or (the
-  // program wrote the tag) a live object, freed here.
-  ROOST_NOINLINE void free_tagged(ChunkMeta* m, void* p, const char* where);
+  // another allocator owns, checked and marked, into the BatchIt cache
+  // (alone, with an offload port: its ring came first) and the outbox.
+  ROOST_NOINLINE void send_remote(ChunkMeta* m, void* p);
+  // A free found `p` marked (checks::mark_freed): a double free, or (the
+  // program wrote the mark) a live object, freed here.
+  ROOST_NOINLINE void free_found_marked(ChunkMeta* m, void* p, const char* where);
 
   // ---- quarantine (hardened build) ----
 
@@ -378,6 +392,12 @@ class Allocator {
   }
   // A free brought slab `m` to its state change.
   ROOST_NOINLINE void slab_event(ChunkMeta* m);
+  // `p`, an object of slab `m` whose free was checked and marked, joins the
+  // batch of the lane `e` (of slab `m`), and the outbox is charged.
+  ROOST_INLINE void join_lane(RemoteCache::Entry* e, const ChunkMeta* m, void* p) {
+    messenger_.append(e, p);
+    if (ROOST_UNLIKELY(messenger_.charge(m->obj_size))) after_stretch();
+  }
   // A stretch of the outbox's room ended: posts it when full, or when
   // another allocator waits for its objects (Backpressure).
   ROOST_NOINLINE void after_stretch();

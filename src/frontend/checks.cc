@@ -3,6 +3,7 @@
 
 #include "backend/large.h"
 #include "backend/pagemap.h"
+#include "frontend/pointer.h"
 #include "frontend/profile.h"
 #include "frontend/slab.h"
 #include "platform/error.h"
@@ -15,12 +16,18 @@ void fault(const char* where, const char* what, const void* p, size_t size) {
   err::fatal_object(where, what, p, size);
 }
 
-void tagged_twice(const ChunkMeta* m, void* p, const char* where) {
-  // A free-list link is an object start (16-byte aligned); a message tail's
-  // is the queue's, to the next message's node (its tail's link word).
-  auto link = reinterpret_cast<uintptr_t>(freelist::next(freelist::as_object(p)));
-  if (link % sizeof(uintptr_t) == 0) fault(where, kDoubleFree, p, m->obj_size);
-  free_mark::wipe(p);
+void marked_twice(const ChunkMeta* m, void* p, const char* where) {
+  if constexpr (config::kMarkUnchecked) {
+    // A free-list link is an object start (16-byte aligned); a message
+    // tail's is the queue's, to the next message's node (its tail's link
+    // word).
+    auto link = reinterpret_cast<uintptr_t>(freelist::next(freelist::as_object(p)));
+    if (link % sizeof(uintptr_t) != 0) {
+      free_mark::wipe(p);
+      return;
+    }
+  }
+  fault(where, kDoubleFree, p, m->obj_size);
 }
 
 namespace {
@@ -54,10 +61,6 @@ void damaged(const FreeObject* holder, const void* p, unsigned sc) {
       fault(kAllocating, start ? kFreedObjectWritten : kCorruptedFreeList, p, size);
   }
   fault(kAllocating, kCorruptedFreeList, holder, size);
-}
-
-void freed_twice(const void* p, const ChunkMeta* m, const char* where) {
-  fault(where, kDoubleFree, p, m->obj_size);
 }
 
 void message(const ChunkMeta* m, const void* node) {
@@ -100,25 +103,26 @@ void name_access_fault(uintptr_t addr) {
 }
 
 void sized_free(const void* p, size_t size, size_t align, const char* where) {
-  // Pointers that are not object starts are left to the free, which names
-  // what they are.
-  ChunkMeta* m = pagemap::lookup(p);
-  if (m == nullptr) return;
+  // (What is no live object's start is named as the free would name it.)
+  pointer::Object o = pointer::classify(p, nullptr, where, kDoubleFree);
+  const ChunkMeta* m = o.m;
   // A small object's class is that of its size and its canary (hardened
   // build).
   size_t padded = slack_canary::padded(size);
-  if (m->kind == ChunkKind::kSlab) {
-    if (!slab::is_object_start(m, p)) return;
-    // The class of the size given, or (no alignment beyond malloc's: realloc
-    // keeps none) a size realloc shrank the object to in place.
-    bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, padded);
-    if (sizeclass::for_aligned(padded, align) != m->sizeclass && !shrunk)
-      fault(where, kSizeMismatch, p, m->obj_size);
-    return;
+  switch (o.kind) {
+    case pointer::Kind::kSlab: {
+      // The class of the size given, or (no alignment beyond malloc's:
+      // realloc keeps none) a size realloc shrank the object to in place.
+      bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, padded);
+      if (sizeclass::for_aligned(padded, align) != m->sizeclass && !shrunk)
+        fault(where, kSizeMismatch, p, m->obj_size);
+      return;
+    }
+    case pointer::Kind::kLarge:
+      break;
+    case pointer::Kind::kZeroSize:
+      return;
   }
-  if ((m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge) ||
-      reinterpret_cast<uintptr_t>(p) != m->base)
-    return;
   // A small object the heap profiler sampled (served as a large one): the
   // sizes of its class.
   if (m->sample != nullptr) {

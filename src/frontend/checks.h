@@ -52,25 +52,40 @@ ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* 
   return size;
 }
 
-// ---- double free (secure build: every small object) ----
+// ---- the free mark (every build: ds/free_mark.h) ----
 
-// `p`, an object start of slab `m`, was found marked freed by the API's
-// free: a double free, reported.  (Not [[noreturn]]: a caller that returns
-// right after it makes it a tail call, and the free fast path keeps no
-// stack frame for it.)
-ROOST_SLOW void freed_twice(const void* p, const ChunkMeta* m, const char* where);
+// The API's free of `p`, an object start its slab `m` has carved: false
+// when `p` carries its free mark already, which the caller hands to
+// marked_twice() (through Allocator::free_found_marked on the fast paths).
+// Else `p` is marked freed, after the hardened build's canary check, and
+// (hardened) its other bytes zeroed.  Each free of the program's is marked
+// here once, at the first level of heap::dealloc that takes it.
+ROOST_INLINE bool mark_freed(const ChunkMeta* m, void* p, const char* where) {
+  if constexpr (config::kMarkFreed) {
+    if (ROOST_UNLIKELY(free_mark::is_set(p, m))) return false;
+    if constexpr (config::kSlackCanaries) slack_intact(m, p, where);
+    free_mark::set(p, m);
+    if constexpr (config::kZeroOnFree) freed_zero::zero(p, m->obj_size);
+    // Where its link will be: zero while it waits in the quarantine.
+    if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = 0;
+  }
+  return true;
+}
 
-// The API's free of `p`, an object start of slab `m` (secure build): a
-// second free of it is caught here; else its canary is checked (hardened
-// build) and it is marked freed (the hardened build: the rest zeroed,
-// the canary's bytes too).
-ROOST_INLINE void note_small_free(const ChunkMeta* m, void* p, const char* where) {
-  if (ROOST_UNLIKELY(free_mark::is_set(p, m))) fault(where, kDoubleFree, p, m->obj_size);
-  if constexpr (config::kSlackCanaries) slack_intact(m, p, where);
-  free_mark::set(p, m);
-  if constexpr (config::kZeroOnFree) freed_zero::zero(p, m->obj_size);
-  // Where its link will be: zero while it waits in the quarantine.
-  if constexpr (config::kQuarantine) *static_cast<uint64_t*>(p) = 0;
+// `p`, an object start of slab `m`, was found marked by a free.  The
+// secure build reports a double free.  The default build does once the
+// word where the link goes reads as a link too (null or 8-byte aligned: an
+// object start, or a message's queue link); else the program wrote the
+// mark into a live object, and it returns with the mark wiped, for its
+// caller to free the object.
+ROOST_SLOW void marked_twice(const ChunkMeta* m, void* p, const char* where);
+
+// mark_freed() and marked_twice() in one, for the slow paths.
+ROOST_INLINE void note_free(const ChunkMeta* m, void* p, const char* where) {
+  if (ROOST_UNLIKELY(!mark_freed(m, p, where))) {
+    marked_twice(m, p, where);
+    mark_freed(m, p, where);
+  }
 }
 
 // `p`, an object of slab `m`, leaves the quarantine (hardened build): the
@@ -82,14 +97,14 @@ ROOST_INLINE void left_quarantine(const ChunkMeta* m, const void* p, const char*
   if (ROOST_UNLIKELY(!intact)) fault(where, kFreedObjectWritten, p, m->obj_size);
 }
 
-// An object handed out: its mark (or tag) goes; in the hardened build its
-// link too, so that it reads zero throughout.
+// An object handed out: its mark goes; in the hardened build its link too,
+// so that it reads zero throughout.
 ROOST_INLINE void note_handed_out(void* p) {
   if constexpr (config::kZeroOnFree) {
     static_assert(freed_zero::kHeadBytes == 2 * sizeof(uint64_t));
     static_cast<uint64_t*>(p)[0] = 0;
     static_cast<uint64_t*>(p)[1] = 0;
-  } else if constexpr (config::kFreedSecondWord) {
+  } else if constexpr (config::kMarkFreed) {
     free_mark::wipe(p);
   }
 }
@@ -98,12 +113,12 @@ ROOST_INLINE void note_handed_out(void* p) {
 
 // An object of slab `m` that waits to be handed out without having been
 // freed (one carved from a slab's tail, or one the service put on an
-// offload ring) is kept as a freed object would be: tagged or marked (a
-// free of it is then caught as a double free).  (Its bytes past its head
+// offload ring) is kept as a freed object would be: marked (a free of it
+// is then caught as a double free).  (Its bytes past its head
 // are zero already in the hardened build: carved ones, slab::carve; parked
 // ones were just handed out.)
 ROOST_INLINE void note_unused(const ChunkMeta* m, void* p) {
-  if constexpr (config::kEncodeLinks || config::kTagFreed) free_mark::set(p, m);
+  if constexpr (config::kMarkFreed) free_mark::set(p, m);
 }
 
 // A check below failed: `p`, reached through `holder`'s link (nullptr: `p`
@@ -197,38 +212,14 @@ ROOST_INLINE FreeObject* take(unsigned sc, FreeObject* p) {
   return next_checked(sc, p);
 }
 
-// ---- double free (default build: the free tag) ----
-
-// Is `p`, an object start of slab `m` (or a 16-byte-aligned address in it)
-// that a thread is freeing, tagged?  Then it is still free (on a free or
-// fast list, in a BatchIt cache or a message): a double free, which
-// tagged_twice() confirms.  Else the free tags it.
-ROOST_INLINE bool is_tagged(const ChunkMeta* m, const void* p) {
-  if constexpr (config::kTagFreed) return free_mark::is_set(p, m);
-  return false;
-}
-ROOST_INLINE void tag(const ChunkMeta* m, void* p) {
-  if constexpr (config::kTagFreed) free_mark::set(p, m);
-}
-
-// `p`, found tagged by a free: a double free, reported once its link word
-// reads as a link too (null or 8-byte aligned: an object start, or a
-// message's queue link).  Returns when it does not, the tag wiped: the
-// program wrote the tag into a live object, which its caller then frees.
-ROOST_SLOW void tagged_twice(const ChunkMeta* m, void* p, const char* where);
-
-// The free tag's test for the slow paths: tags `p` unless tagged_twice()
-// ends the program.
-ROOST_INLINE void note_tagged_free(const ChunkMeta* m, void* p, const char* where) {
-  if (ROOST_UNLIKELY(is_tagged(m, p))) tagged_twice(m, p, where);
-  tag(m, p);
-}
+// ---- the free mark in messages (default build) ----
 
 // A received message `node` of slab `m` (default build): a 16-byte tail
-// carries its batch word where its tag was, so a tag there means a free of
-// it while it travelled (its link, the queue's, was overwritten then too).
+// carries its batch word where its mark was, so a mark there means a free
+// of it while it travelled (its link, the queue's, was overwritten then
+// too).
 ROOST_INLINE void batch_word_intact(const ChunkMeta* m, const void* node) {
-  if constexpr (config::kTagFreed) {
+  if constexpr (config::kMarkUnchecked) {
     const void* tail = slab_batch::tail_of(node);
     if (ROOST_UNLIKELY(slab_batch::batch_word_beside_link(m->obj_size) &&
                        free_mark::is_set(tail, m)))

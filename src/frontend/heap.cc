@@ -9,6 +9,7 @@
 #include "backend/zero_size.h"
 #include "config.h"
 #include "ds/bits.h"
+#include "frontend/pointer.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
@@ -27,41 +28,6 @@ std::atomic<uint64_t> g_unbound_frees[sizeclass::kCount];
 // malloc_trim and roost_trim calls (any thread adds, atomically; relaxed:
 // statistics).
 std::atomic<uint64_t> g_trims{0};
-
-[[noreturn]] ROOST_SLOW void invalid(const char* where, const char* fault, const void* p) {
-  err::fatal(where, fault, p);
-}
-
-// `p` points inside a live object of `size` usable bytes, not at its start.
-[[noreturn]] ROOST_SLOW void interior(const char* where, const void* p, size_t size) {
-  checks::fault(where, "invalid pointer (interior of an object)", p, size);
-}
-
-// `p`, an address in the slab `m`, is freed or asked about: it must be an
-// object start within what the slab has carved.
-ROOST_INLINE void slab_object(const ChunkMeta* m, const void* p, const char* where) {
-  if (!slab::is_object_start(m, p)) interior(where, p, m->obj_size);
-  if (!slab::is_carved(m, p)) checks::fault(where, checks::kNeverAllocated, p, m->obj_size);
-}
-
-// A pointer whose lookup found no live object: a freed large object's start
-// (its first granule still maps to a large::is_freed() record), told as
-// `freed_start` with the object's size while its record tells it; inside
-// such a granule; or not roost's.
-[[noreturn]] ROOST_SLOW void not_live(const char* where, const void* p, const ChunkMeta* m,
-                                      const char* freed_start) {
-  if (!large::is_freed(m)) invalid(where, "invalid pointer (not allocated by roost)", p);
-  if (reinterpret_cast<uintptr_t>(p) % config::kGranule != 0)
-    invalid(where, "invalid pointer (inside a freed object)", p);
-  if (size_t size = large::freed_size(m, p)) checks::fault(where, freed_start, p, size);
-  invalid(where, freed_start, p);
-}
-
-// `p` lies in the zero-size range: it must be one of its 16-byte steps.
-void check_zero_size_step(const void* p, const char* where) {
-  if (reinterpret_cast<uintptr_t>(p) % config::kMinAlloc != 0)
-    invalid(where, "invalid pointer (not a zero-size allocation)", p);
-}
 
 }  // namespace
 
@@ -123,33 +89,24 @@ namespace {
 // allocator yet (or no longer has one).
 ROOST_COMMON_TEXT ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Allocator* a,
                                                     const char* where) {
-  if (m == nullptr) {
-    if (p == nullptr) return;
-    // Misaligned or foreign: roost's pointers are 16-byte aligned, so a hit
-    // here is an interior pointer (the checks below say so).
-    m = pagemap::lookup(p);
-    if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
-  }
-  switch (m->kind) {
-    case ChunkKind::kSlab: {
-      slab_object(m, p, where);
+  pointer::Object o = pointer::classify(p, m, where, checks::kDoubleFree);
+  m = o.m;
+  switch (o.kind) {
+    case pointer::Kind::kSlab:
+      checks::note_free(m, p, where);
       // A thread's first free binds its allocator, so a thread that only
       // frees (a consumer) batches its frees like any other.
       if (pool::is_unbound(a)) a = pool::bind();
       if (a == nullptr) {
         // Past the thread's exit hook: count here (relaxed: statistics, as
         // g_unbound_frees says) and post the object alone.
-        checks::note_tagged_free(m, p, where);
         g_unbound_frees[m->sizeclass].fetch_add(1, std::memory_order_relaxed);
         Messenger::send_alone(m, p);
-      } else if (!a->try_free_local(m, p, where)) {  // owned: a pooled allocator came back
-        a->free_remote(m, p, where);
+      } else {
+        a->free_marked(m, p);  // (owned: a pooled allocator came back)
       }
       return;
-    }
-    case ChunkKind::kLarge:
-    case ChunkKind::kHuge:
-      if (reinterpret_cast<uintptr_t>(p) != m->base) interior(where, p, large::usable(m));
+    case pointer::Kind::kLarge:
       if constexpr (config::kGuardLarge) checks::large_intact(m, where);
       if (m->sample != nullptr) {
         unsigned sc = profile::sampled_class(m);
@@ -172,32 +129,26 @@ ROOST_COMMON_TEXT ROOST_NOINLINE void dealloc_other(void* p, ChunkMeta* m, Alloc
       large::free(m);
       service::at_safe_point();
       return;
-    case ChunkKind::kZeroSize:
-      check_zero_size_step(p, where);
+    case pointer::Kind::kZeroSize:
       if (!zero_size::free(p)) checks::fault(where, checks::kDoubleFree, p, 0);
       return;
-    default:
-      not_live(where, p, m, checks::kDoubleFree);
   }
 }
 
-// Another allocator's object freed by a thread with an offload port: onto
-// the port's free ring, or (ring full) the remote-free path.  Apart from
-// dealloc_slow so that its call does not make the common remote free keep
-// a stack frame.
-// It is tagged before it goes on the ring (the service wipes the tag when
-// it carries the free out, and its free tags it again).
-ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+// Another allocator's object, checked and marked, freed by a thread with an
+// offload port: onto the port's free ring, or (ring full) the remote-free
+// path.  Apart from dealloc_slow so that its call does not make the common
+// remote free keep a stack frame.  (The service frees it without another
+// check: offload.cc.)
+ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a) {
   // The class first: once on the ring, the object may be freed and its slab
   // reused at any moment.
   unsigned sc = m->sizeclass;
-  checks::note_tagged_free(m, p, where);
   if (offload::give(a->port(), p)) {
     a->count_handed_free(sc);
     return;
   }
-  if constexpr (config::kTagFreed) free_mark::wipe(p);  // free_remote() tags it again
-  a->free_remote(m, p, where);
+  a->send_remote(m, p);
 }
 
 }  // namespace
@@ -208,20 +159,22 @@ ROOST_COMMON_TEXT void dealloc_unmapped(void* p, Allocator* a, const char* where
 }
 
 ROOST_COMMON_TEXT void dealloc_slow(void* p, ChunkMeta* m, Allocator* a, const char* where) {
-  // The common case: an object of another allocator's slab.  (The owner's
-  // own objects took the fast path, but for the checked build's interior
-  // pointers and object starts beyond what the slab carved, which
-  // slab_object() catches here.)
+  // The common case: an object of another allocator's slab, whose lane
+  // holds another slab's batch.  (The owner's own objects took the fast
+  // path, but for interior pointers, which the checked and secure builds
+  // test there, and object starts beyond what the slab carved:
+  // pointer::slab_object() names them here.)
   if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a))) {
-    slab_object(m, p, where);
+    pointer::slab_object(m, p, where);
+    checks::note_free(m, p, where);
     if (ROOST_UNLIKELY(a->port() != nullptr)) {
-      dealloc_through_port(p, m, a, where);
+      dealloc_through_port(p, m, a);
       return;
     }
-    a->free_remote(m, p, where);
+    a->send_remote(m, p);
     return;
   }
-  if (pagemap::is_stray(m)) {
+  if (pagemap::is_stray(m)) {  // (null among them)
     dealloc_unmapped(p, a, where);
     return;
   }
@@ -258,23 +211,30 @@ ROOST_COMMON_TEXT void* alloc_zeroed(size_t size) {
   return alloc_large(size, 1, true);
 }
 
+namespace {
+
+// The usable size of the live object `o` that `p` starts (the hardened
+// build's small objects: the size asked for, their canary checked).
+ROOST_COMMON_TEXT size_t usable(const pointer::Object& o, const void* p, const char* where) {
+  switch (o.kind) {
+    case pointer::Kind::kSlab:
+      if constexpr (config::kSlackCanaries) return checks::slack_intact(o.m, p, where);
+      return o.m->obj_size;
+    case pointer::Kind::kLarge:
+      return large::usable(o.m);
+    case pointer::Kind::kZeroSize:
+      return 0;
+  }
+  return 0;
+}
+
+constexpr const char* kFreedObject = "invalid pointer (a freed object)";
+
+}  // namespace
+
 ROOST_COMMON_TEXT size_t usable_size(const void* p, const char* where) {
   if (p == nullptr) return 0;
-  ChunkMeta* m = pagemap::lookup(p);
-  if (m == nullptr) invalid(where, "invalid pointer (not allocated by roost)", p);
-  if (m->kind == ChunkKind::kSlab) {
-    slab_object(m, p, where);
-    if constexpr (config::kSlackCanaries) return checks::slack_intact(m, p, where);
-    return m->obj_size;
-  }
-  if (m->kind == ChunkKind::kZeroSize) {
-    check_zero_size_step(p, where);
-    return 0;
-  }
-  if (m->kind != ChunkKind::kLarge && m->kind != ChunkKind::kHuge)
-    not_live(where, p, m, "invalid pointer (a freed object)");
-  if (reinterpret_cast<uintptr_t>(p) != m->base) interior(where, p, large::usable(m));
-  return large::usable(m);
+  return usable(pointer::classify(p, nullptr, where, kFreedObject), p, where);
 }
 
 namespace {
@@ -313,9 +273,10 @@ ROOST_NOINLINE size_t move_large(void* p, ChunkMeta* m, void** q, size_t size, s
 }  // namespace
 
 ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
-  size_t old = usable_size(p, "realloc");
-  ChunkMeta* m = pagemap::lookup(p);
-  if (m->kind == ChunkKind::kSlab) {
+  pointer::Object o = pointer::classify(p, nullptr, "realloc", kFreedObject);
+  size_t old = usable(o, p, "realloc");
+  ChunkMeta* m = o.m;
+  if (o.kind == pointer::Kind::kSlab) {
     // A shrink to half of it or more, or any size of its class (below half
     // of the smallest class's objects too).
     if constexpr (config::kSlackCanaries) {
@@ -335,7 +296,7 @@ ROOST_COMMON_TEXT void* resize(void* p, size_t size) {
       if (slab::stays_in_place(m, size)) return p;
       if (size <= config::kMaxSmall && sizeclass::from_size(size) == m->sizeclass) return p;
     }
-  } else if (m->kind != ChunkKind::kZeroSize && size > config::kMaxSmall &&
+  } else if (o.kind == pointer::Kind::kLarge && size > config::kMaxSmall &&
              profile::sampled_class(m) == sizeclass::kCount) {  // (a sampled small one: moved)
     // (The canary is rewritten in place: check it first.)
     if constexpr (config::kGuardLarge) checks::large_intact(m, "realloc");

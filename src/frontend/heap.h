@@ -52,57 +52,54 @@ ROOST_INLINE void* alloc(size_t size) {
   return alloc_large(size, 1, false);
 }
 
+// The hardened build's first level of a free: `p`, an object start of slab
+// `m` that the slab carved, freed by a thread with an allocator `a`, is
+// marked (its checks) and waits in the quarantine; the object that leaves
+// it goes home.
+ROOST_INLINE void free_quarantined(void* p, ChunkMeta* m, Allocator* a, const char* where) {
+  if (ROOST_UNLIKELY(!checks::mark_freed(m, p, where))) {
+    a->free_found_marked(m, p, where);
+    return;
+  }
+  void* out = a->quarantine(m, p);
+  if (out == nullptr) return;
+  if (out != p) {
+    p = out;
+    m = pagemap::record_at(pagemap::aligned_index(p));
+    a->left_quarantine(m, p, where);
+  }
+  a->free_marked(m, p);
+}
+
+// free: the pagemap's lookup, then the levels that may take the pointer,
+// each with its checks (the free mark's: checks::mark_freed): the thread's
+// own object (Allocator::try_free_local), another allocator's joining the
+// lane of its slab (try_free_remote), or in the hardened build the
+// quarantine (free_quarantined), then the slow path, which names what is
+// not an object start the slab carved.
 ROOST_INLINE void dealloc(void* p, const char* where) {
   uintptr_t index = pagemap::aligned_index(p);
   Allocator* a = pool::current();
-  if (ROOST_LIKELY(pagemap::in_table(index))) {
-    // Never null: memory roost does not own has the stray record, which no
-    // allocator owns.
-    ChunkMeta* m = pagemap::record_at(index);
-    if constexpr (config::kDetectDoubleFree) {
-      // Only an exact object start of a slab carries a mark; the slow path
-      // names whatever else this is.  The thread's own object first: an
-      // allocator owns slabs alone, so its record needs no kind test (the
-      // hardened build's quarantine takes the path below).
-      if (!config::kQuarantine && ROOST_LIKELY(owned_by(m, a))) {
-        if (ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p) || !slab::is_carved(m, p))) {
-          dealloc_slow(p, m, a, where);
-          return;
-        }
-        // (note_small_free()'s own test folds into this one.)
-        if (ROOST_UNLIKELY(free_mark::is_set(p, m))) {
-          checks::freed_twice(p, m, where);
-          return;
-        }
-        checks::note_small_free(m, p, where);
-        a->free_owned(m, p);
-        return;
-      }
-      if (ROOST_UNLIKELY(m->kind != ChunkKind::kSlab || !slab::is_aligned_object_start(m, p) ||
-                         !slab::is_carved(m, p))) {
-        dealloc_slow(p, m, a, where);
-        return;
-      }
-      checks::note_small_free(m, p, where);
-      if constexpr (config::kQuarantine) {
-        // (A thread without an allocator has no quarantine.)
-        if (ROOST_LIKELY(!pool::is_unbound(a))) {
-          void* out = a->quarantine(m, p);
-          if (out == nullptr) return;
-          if (out != p) {
-            p = out;
-            m = pagemap::record_at(pagemap::aligned_index(p));
-            a->left_quarantine(m, p, where);
-          }
-        }
-      }
-    }
-    if (ROOST_LIKELY(a->try_free_local(m, p, where))) return;
-    if (ROOST_LIKELY(a->try_free_remote(m, p, where))) return;
-    dealloc_slow(p, m, a, where);
+  if (ROOST_UNLIKELY(!pagemap::in_table(index))) {
+    dealloc_unmapped(p, a, where);
     return;
   }
-  dealloc_unmapped(p, a, where);
+  // Never null: memory roost does not own has the stray record, which no
+  // allocator owns.
+  ChunkMeta* m = pagemap::record_at(index);
+  if constexpr (config::kQuarantine) {
+    // The quarantine's level takes the place of the two below.  (A thread
+    // without an allocator has no quarantine: the slow path.)
+    if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a) &&
+                     slab::is_aligned_object_start(m, p) && slab::is_carved(m, p)))
+      free_quarantined(p, m, a, where);
+    else
+      dealloc_slow(p, m, a, where);
+    return;
+  }
+  if (ROOST_LIKELY(a->try_free_local(m, p, where))) return;
+  if (ROOST_LIKELY(a->try_free_remote(m, p, where))) return;
+  dealloc_slow(p, m, a, where);
 }
 
 // free_sized, free_aligned_sized, sized delete: `size` and `align` (0 when

@@ -109,14 +109,13 @@ Allocator* service_allocator() {
 
 // An object of class sc for a ring: allocated by the service's allocator and
 // not counted there (it is counted when a thread takes it).  Until a thread
-// takes it, it is kept as a free object (marked or tagged; the secure build
-// checks it then).
+// takes it, it is kept as a free object (marked; the secure build checks it
+// then).
 void* make(Allocator* s, unsigned sc) {
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
   s->uncount_alloc(sc);
-  if constexpr (config::kTagFreed || config::kEncodeLinks)
-    checks::note_parked(pagemap::lookup(p), p);
+  if constexpr (config::kMarkFreed) checks::note_parked(pagemap::lookup(p), p);
   return p;
 }
 
@@ -127,10 +126,8 @@ void unmake(Allocator* s, void* p) {
   ChunkMeta* m = pagemap::lookup(p);
   unsigned sc = m->sizeclass;
   if (s->owns(m)) checks::not_free_list_head(m, p);
-  // The default build's free tag: set when the thread gave the object to
-  // its ring, having checked it there; the free below sets it again.
-  if constexpr (config::kTagFreed) free_mark::wipe(p);
-  if (!s->try_free_local(m, p)) s->free_remote(m, p);
+  // (Marked when the thread gave it to its ring, having checked it there.)
+  s->free_marked(m, p);
   s->count_free(sc, -1);
 }
 

@@ -109,9 +109,9 @@ ROOST_INLINE bool return_object(ChunkMeta* m, void* p) {
 // Splices a batch of the slab's objects into its free list in constant time
 // whatever the batch holds; `needed` may overshoot below zero.  True when
 // the slab reached its next state change.  The default build's tail gets
-// its free tag back (a 16-byte one carried the batch word there).
+// its free mark back (a 16-byte one carried the batch word there).
 ROOST_INLINE bool return_batch(ChunkMeta* m, const slab_batch::Batch& b) {
-  if constexpr (config::kTagFreed) free_mark::set(b.tail, m);
+  if constexpr (config::kMarkUnchecked) free_mark::set(b.tail, m);
   m->free_head = slab_batch::splice(b, m->free_head, m->obj_size);
   m->needed -= static_cast<int32_t>(b.count);
   return m->needed <= 0;
@@ -228,10 +228,10 @@ inline FreeObject* carve(ChunkMeta* m, FreeObject* list, uint32_t batch = kClass
     if (stale > first) __builtin_memset(reinterpret_cast<void*>(first), 0, stale - first);
   }
   // Each carved object is kept as a freed one would be (checks::note_unused:
-  // tagged or marked, so a free of it before it is handed out is caught),
-  // as the list is linked.
+  // marked, so a free of it before it is handed out is caught), as the list
+  // is linked.
   auto keep = [&](FreeObject* o) {
-    if constexpr (config::kTagFreed || config::kEncodeLinks) checks::note_unused(m, o);
+    if constexpr (config::kMarkFreed) checks::note_unused(m, o);
   };
   if constexpr (config::kShuffle)
     list = freelist::build_shuffled(first, size, count, list, secret::g_value ^ first, keep);

@@ -6,7 +6,7 @@
 // memory poisoned while the program must not touch it (freed, or not handed
 // out yet: a new slab whole), a block unpoisoned when it is handed out.
 // Roost's own code is not instrumented, so its accesses to poisoned memory
-// (free tags, links, messages) are never reported.  The calls are weak
+// (free marks, links, messages) are never reported.  The calls are weak
 // references, made only once ASan's shadow memory is in place: ld.so
 // allocates while ASan starts up, and roost serves that too.  And the
 // blocks of ASan's own allocator, which ASan's strdup, getline, asprintf,

@@ -9,7 +9,7 @@
 // first object's address).  Roost's own code runs quiet (Quiet: the API's
 // entry points, the thread-exit hook, the service thread's work, the
 // readers of statistics): it reads and writes what memcheck counts as
-// freed or unaddressable memory (free tags and marks, free-list links,
+// freed or unaddressable memory (free marks, free-list links,
 // messages and their batch words, the hardened build's patterns, its own
 // records).  Memcheck still follows what that code does (a word read from
 // unaddressable memory counts as defined); it reports none of it, so the

@@ -10,7 +10,7 @@
 //   uninitialised    branches on a byte malloc never set
 //   leak             loses the only pointer to a 128-byte block
 // Then it uses the heap correctly in the ways that make roost touch freed
-// memory (free tags and links, remote frees in messages, a thread's exit,
+// memory (free marks and links, remote frees in messages, a thread's exit,
 // realloc, calloc, aligned and large objects, malloc_trim), and frees a
 // block of the C library's strdup: none of that may be reported.
 // Built with -DPREFIXED, the same through roost_malloc & co. (roost.h).

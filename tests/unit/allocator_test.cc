@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/pagemap.h"
+#include "remote_free.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -31,7 +32,7 @@ std::unique_ptr<Allocator> make(uint32_t id) {
 }
 
 // Takes everything left on the class's fast list (so the next allocation
-// refills), returning it handed out (its free tag or mark wiped).
+// refills), returning it handed out (its free mark wiped).
 std::vector<void*> drain_fast_list(Allocator& a) {
   std::vector<void*> v;
   FreeObject** head = a.fast_slot(kClass);
@@ -89,7 +90,7 @@ TEST(Allocator, ARefillTakesObjectsFreedElsewhereBeforeFreshMemory) {
   std::vector<void*> sent;
   for (uint32_t i = 0; i < kInfo.carve; i++) sent.push_back(owner->alloc(kClass));
   std::vector<void*> rest = drain_fast_list(*owner);
-  for (void* p : sent) freer->free_remote(pagemap::lookup(p), p);
+  for (void* p : sent) test::free_remote(freer.get(), p);
   freer->settle();  // posted: waiting in the owner's inbox
   uint64_t slabs = owner->slab_count();
   // The class is dry: the refill visits the inbox first and hands the
@@ -121,7 +122,7 @@ TEST(Allocator, LocalFreesVisitTheInboxOncePerWakeCount) {
   // One of them freed by another thread, waiting in the owner's inbox.
   void* remote = objects.back();
   objects.pop_back();
-  freer->free_remote(pagemap::lookup(remote), remote);
+  test::free_remote(freer.get(), remote);
   freer->settle();
   // Local frees below the wake count do not look at the inbox...
   uint32_t wake = slab::wake_count(pagemap::lookup(objects[0]));
@@ -149,12 +150,12 @@ TEST(Allocator, AThreadThatOnlyFreesTakesItsOwnObjectsBackWhenItPosts) {
     of_a.push_back(a->alloc(kClass));
     of_b.push_back(b->alloc(kClass));
   }
-  for (void* p : of_b) a->free_remote(pagemap::lookup(p), p);
+  for (void* p : of_b) test::free_remote(a.get(), p);
   // a's outbox filled (64 x 256 B > 4 KiB) and was posted: b's objects are
   // in b's inbox.  When b's own outbox fills, b posts and visits its inbox.
   EXPECT_GT(a->message_counters().batches_sent, 0u);
   EXPECT_EQ(b->message_counters().messages_received, 0u);
-  for (void* p : of_a) b->free_remote(pagemap::lookup(p), p);
+  for (void* p : of_a) test::free_remote(b.get(), p);
   EXPECT_GT(b->message_counters().messages_received, 0u);
   for (Allocator* x : {a.get(), b.get(), a.get()}) x->settle();
   EXPECT_EQ(a->message_counters().messages_received, of_a.size());

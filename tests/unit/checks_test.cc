@@ -1,5 +1,5 @@
 // The checks of frontend/checks.h on a real slab's record: messages and
-// batches that do not fit their slab, the free tag's double free (and the
+// batches that do not fit their slab, the free mark's double free (and the
 // live object it must not report), a free list whose head is its own
 // successor or an object freed while it is the head, sized frees of the
 // wrong size.  Each fault is a death with
@@ -99,36 +99,39 @@ TEST(Checks, ABatchMustHoldOneToCapacityObjectsOfItsSlab) {
   EXPECT_DEATH(checks::batch(s.m, slab_batch::Batch{inside, s.object(1), 2}), "corrupted message");
 }
 
-// The default build's free tag: a tagged object whose link word reads as
+// The default build's free mark: a marked object whose link word reads as
 // a link (null, an object start, a message's queue link) is a double
 // free; one whose link word cannot be a link is a live object whose first
-// word the program set to the tag, freed as any (its tag wiped).
-TEST(Checks, ATaggedObjectIsADoubleFreeOnlyWhenItsLinkReadsAsALink) {
-  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
+// word the program set to the mark, freed as any (its mark wiped, then set
+// again by its free).
+TEST(Checks, AMarkedObjectIsADoubleFreeOnlyWhenItsLinkReadsAsALink) {
+  if (!config::kMarkUnchecked) GTEST_SKIP() << "the default build's mark";
   CarvedSlab s;
   FreeObject* o = s.object(4);
-  checks::tag(s.m, o);
-  EXPECT_TRUE(checks::is_tagged(s.m, o));
+  free_mark::set(o, s.m);
+  EXPECT_FALSE(checks::mark_freed(s.m, o, "free"));
   for (uintptr_t link : {uintptr_t{0}, reinterpret_cast<uintptr_t>(s.object(7)),
                          reinterpret_cast<uintptr_t>(slab_batch::node_of(s.object(7)))}) {
     freelist::set_next(o, reinterpret_cast<FreeObject*>(link));
-    EXPECT_DEATH(checks::tagged_twice(s.m, o, "free"),
+    EXPECT_DEATH(checks::marked_twice(s.m, o, "free"),
                  "roost: free: double free " + hex(o) + " \\(size class 48 bytes\\)");
   }
   freelist::set_next(o, reinterpret_cast<FreeObject*>(uintptr_t{0x636261}));  // "abc"
-  checks::tagged_twice(s.m, o, "free");
-  EXPECT_FALSE(checks::is_tagged(s.m, o));
+  checks::marked_twice(s.m, o, "free");
+  EXPECT_FALSE(free_mark::is_set(o, s.m));
+  EXPECT_TRUE(checks::mark_freed(s.m, o, "free"));
+  EXPECT_TRUE(free_mark::is_set(o, s.m));
 }
 
-// A 16-byte message's tail keeps its batch word where its tag was: found
-// tagged when received, it was freed again on its way.
-TEST(Checks, ASixteenByteTailTaggedInFlightIsADoubleFree) {
-  if (!config::kTagFreed) GTEST_SKIP() << "the default build's tag";
+// A 16-byte message's tail keeps its batch word where its mark was: found
+// marked when received, it was freed again on its way.
+TEST(Checks, ASixteenByteTailMarkedInFlightIsADoubleFree) {
+  if (!config::kMarkUnchecked) GTEST_SKIP() << "the default build's mark";
   CarvedSlab s(sizeclass::from_size(16));
   FreeObject* tail = s.object(5);
   QueueNode* node = slab_batch::seal(tail, tail, 1, 16);
   checks::batch_word_intact(s.m, node);  // sealed: its batch word, odd
-  checks::tag(s.m, tail);                // a second free's tag
+  free_mark::set(tail, s.m);             // a second free's mark
   EXPECT_DEATH(checks::batch_word_intact(s.m, node),
                "roost: receiving a message: double free " + hex(tail));
 }

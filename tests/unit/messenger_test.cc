@@ -14,6 +14,7 @@
 
 #include "backend/pagemap.h"
 #include "frontend/allocator.h"
+#include "remote_free.h"
 #include "scoped_option.h"
 
 using namespace roost;
@@ -45,11 +46,12 @@ void free_remote(Allocator& by, const std::vector<void*>& objects) {
     ChunkMeta* m = pagemap::lookup(p);
     ASSERT_NE(m, nullptr);
     ASSERT_FALSE(by.owns(m));
-    by.free_remote(m, p);
+    test::free_remote(&by, p);
   }
 }
 
-// free_remote(), then `by` posts what it collected.
+// free_remote() (the remote free's slow path), then `by` posts what it
+// collected.
 void send_home(Allocator& by, const std::vector<void*>& objects) {
   free_remote(by, objects);
   by.settle();
