@@ -424,6 +424,14 @@ inline constexpr bool kSlackCanaries = ROOST_SECURE_SLACK_CANARY != 0;
 static_assert(!kSlackCanaries || kDetectDoubleFree, "a canary word is told from a free mark");
 // What the canary adds to a size asked for (0 where there are none).
 inline constexpr size_t kSlackCanaryBytes = kSlackCanaries ? 8 : 0;
+// Where there are canaries and freed and carved objects read zero, the
+// free (realloc, malloc_usable_size) of a small object that is not its
+// slab's first checks the byte before it, the top byte of the slot
+// before's last word, which roost keeps 0 or the canary key's top byte in
+// every state of that slot (ds/slack_canary.h): a write of one byte (or
+// more) before the object's start is caught at its own free, whatever
+// state its neighbour is in.
+inline constexpr bool kCheckByteBefore = kSlackCanaries && kZeroOnFree;
 
 // A freed small object of up to kQuarantineMaxBytes waits in its freeing
 // thread's quarantine (frontend/quarantine.h) before it can be handed out

@@ -278,9 +278,9 @@ void free_on_another_thread(void* p) {
 // ---- double free -------------------------------------------------------
 
 // A new user's first try: glibc says "double free detected" here, and so
-// does every build of roost, at the second free (the default build's free
-// tag, the secure build's mark; under ROOST_OFFLOAD=1 set before the free
-// waits on the thread's free ring).
+// does every build of roost, at the second free (the free mark, in the
+// default build's first word and the secure build's second; under
+// ROOST_OFFLOAD=1 set before the free waits on the thread's free ring).
 TEST(DoubleFree, AtOnceThenAllocationsOfTheSameSize) {
   void* p = g_malloc(48);
   expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p] {
@@ -353,10 +353,10 @@ TEST(DoubleFree, WhileInABatchItCache) {
   });
 }
 
-// A 16-byte object has no word to spare beside its mark or tag: in the
+// A 16-byte object has no word to spare beside its mark: in the
 // secure build it travels home alone, and the second free is caught while
 // the message is in flight; in the default build the message's tail
-// carries its batch word where its tag was, and the owner finds the tag
+// carries its batch word where its mark was, and the owner finds the mark
 // back there when it receives the message (its next allocations).
 TEST(DoubleFree, SixteenByteObjectSentHome) {
   if (offload_on() && build_under_test() == "default")
@@ -479,7 +479,7 @@ TEST(InvalidFree, InteriorAlignedOfAnotherThreadsObject) {
 // hardened build's canary word too) until one starts a new slab (roost's
 // count of the class's slabs goes up).  A new slab's first carve is a page:
 // the other objects of that page are carved and wait to be handed out
-// (tagged or marked as freed objects are); those past it were never carved.
+// (marked as freed objects are); those past it were never carved.
 namespace {
 
 // Slabs held of the size class whose objects are `size` bytes, or 0.
@@ -907,7 +907,7 @@ TEST(WriteAfterFree, LastByteWhileOnItsWayHome) {
 }
 
 // The default build keeps a free object's link in its second word: an
-// overflow of 1 to 8 bytes into a free neighbour lands on its free tag,
+// overflow of 1 to 8 bytes into a free neighbour lands on its free mark,
 // which nothing follows and its hand-out wipes, so the program runs on (as
 // under glibc, where such bytes are the chunk's own slack) instead of
 // following a broken link.  The secure build catches the same overflows
@@ -1013,6 +1013,100 @@ TEST(Overflow, OneByteByStorePastASmallObjectThenUsableSize) {
     escape(&n);
   });
   g_free(p);
+}
+
+// The byte right before an object, written as the field's test programs
+// write it (`p[-1] ^= 'A'`), then the object freed, reallocated or asked
+// its size, alone: the hardened build checks that byte (the last of the
+// slot before, which roost keeps 0 or its canary key's top byte whatever
+// state that slot is in: ds/slack_canary.h) wherever it checks the
+// object's own canary, and names the object.  The object is never its
+// slab's first (which has no slot before it): it has a neighbour before
+// it, live or (`neighbour_freed`) freed just before.
+namespace {
+
+void expect_byte_before_caught(size_t size, bool neighbour_freed,
+                               const std::function<void(char*)>& then) {
+  std::vector<char*> keep;
+  Neighbours n = allocate_neighbours(size, &keep);
+  ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
+  char* p = n.second;
+  expect_caught_object(Caught::kHardened, "buffer underflow", p, slot_of(size), [=] {
+    if (neighbour_freed) g_free(n.first);
+    p[-1] ^= 'A';
+    then(p);
+  });
+  for (void* q : keep) g_free(q);
+}
+
+void free_it(char* p) { g_free(p); }
+
+}  // namespace
+
+TEST(Underflow, OneByteBeforeASmallObjectCaughtAtItsFree) {
+  expect_byte_before_caught(64, false, free_it);
+}
+
+TEST(Underflow, OneByteBeforeASmallObjectAfterAFreeNeighbourCaughtAtItsFree) {
+  expect_byte_before_caught(64, true, free_it);
+}
+
+// The 16-byte class (8 bytes asked for in the hardened build): the slot
+// before holds its canary word, or its free mark, in its last word.
+TEST(Underflow, OneByteBeforeASixteenByteObjectCaughtAtItsFree) {
+  expect_byte_before_caught(8, false, free_it);
+}
+
+TEST(Underflow, OneByteBeforeASixteenByteObjectAfterAFreeNeighbourCaughtAtItsFree) {
+  expect_byte_before_caught(8, true, free_it);
+}
+
+TEST(Underflow, OneByteBeforeAMediumObjectCaughtAtItsFree) {
+  expect_byte_before_caught(2048, false, free_it);
+}
+
+TEST(Underflow, OneByteBeforeAMediumObjectAfterAFreeNeighbourCaughtAtItsFree) {
+  expect_byte_before_caught(2048, true, free_it);
+}
+
+TEST(Underflow, OneByteBeforeASmallObjectCaughtAtItsRealloc) {
+  expect_byte_before_caught(64, false, [](char* p) { escape(realloc(p, 1000)); });
+}
+
+TEST(Underflow, OneByteBeforeASmallObjectCaughtAtItsUsableSize) {
+  expect_byte_before_caught(64, true, [](char* p) {
+    size_t n = malloc_usable_size(p);
+    escape(&n);
+  });
+}
+
+// The same test programs' other variant, 32 bytes before (`p[-32] ^=
+// 'A'`): in roost that byte is the live object before's own (its 64 bytes
+// asked for end at its slot's end, or 16 bytes before it where the
+// hardened build's canary word takes them), which no build checks: every
+// build runs on past the free.  (Were the object before free, the hardened
+// build would catch the write when it is handed out again: the
+// Underflow.*IntoAFree*Neighbour cases.)
+TEST(Underflow, OneByteThirtyTwoBytesBeforeASmallObjectRunsOnPastItsFree) {
+  std::string build = build_under_test();
+  if (build != "observe" && build != "default" && build != "secure" && build != "hardened")
+    GTEST_SKIP() << "ROOSTTEST_BUILD is not default, secure or hardened";
+  std::vector<char*> keep;
+  Neighbours n = allocate_neighbours(64, &keep);
+  ASSERT_NE(n.first, nullptr) << "no two objects next to each other";
+  char* p = n.second;
+  auto misuse = [p] {
+    p[-32] ^= 'A';
+    g_free(p);
+  };
+  if (build == "observe") {
+    observe(misuse);
+  } else {
+    ChildResult r = run_in_child(misuse, 30);
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+    EXPECT_EQ(r.err, "");
+  }
+  for (void* q : keep) g_free(q);
 }
 
 // Overflows past a large object: the bytes between the size asked for and
@@ -1477,7 +1571,7 @@ constexpr size_t kClassSizes[] = {64 - 8, 4096 - 8, kMaxSmallClass - 8};
 
 // Objects of 100, 256, 4000, 100 000 bytes and of kClassSizes, each filled
 // with 0xab and freed in a child, which reads it back through a volatile
-// pointer: byte i (from 16 on: the link and the tag or mark come first; up
+// pointer: byte i (from 16 on: the link and the mark come first; up
 // to `end`, the object's size less its last `tail_left` bytes, or with
 // `whole_slot` its slot's end) must hold want(i).
 void expect_freed_bytes(unsigned char (*want)(size_t i), size_t tail_left = 0,
@@ -1500,7 +1594,7 @@ void expect_freed_bytes(unsigned char (*want)(size_t i), size_t tail_left = 0,
 }
 
 // What a freed object held stays there until it is handed out again (past
-// its first 16 bytes, its link and tag or mark, and but for its last 8,
+// its first 16 bytes, its link and mark, and but for its last 8,
 // which carry a batch word when another thread's free sends it home as a
 // message: under ROOST_OFFLOAD=1 the thread's objects are the service's).
 TEST(FreedContents, KeptUntilTheObjectIsReused) {

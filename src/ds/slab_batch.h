@@ -38,8 +38,15 @@ static_assert(sizeof(QueueNode) == sizeof(uintptr_t), "a queue link fits a link 
 
 namespace slab_batch {
 
-// Offsets are signed 32-bit: every slab is far smaller than 2 GiB.
-inline constexpr uint64_t kCountMask = 0xffffffffu;
+// The batch word: the head's offset from the tail, signed, in its bits
+// from kOffsetShift up (every slab is far smaller than 2 GiB), and the
+// count below them.  Where the byte before an object is checked
+// (config::kCheckByteBefore: the hardened build) the word, a tail's last,
+// must have a top byte of 0 (ds/slack_canary.h): there the offset takes
+// bits 24 to 55, as a 32-bit number, and the count the bits below (a slab
+// holds at most 2^16 - 1 objects: ds/sizeclass.h).
+inline constexpr unsigned kOffsetShift = config::kCheckByteBefore ? 24 : 32;
+inline constexpr uint64_t kCountMask = (uint64_t{1} << kOffsetShift) - 1;
 
 struct Batch {
   FreeObject* head;
@@ -83,7 +90,10 @@ ROOST_INLINE QueueNode* seal(FreeObject* head, FreeObject* tail, uint32_t count,
   // (A tail that travels alone keeps its mark: it has no batch word.)
   if (batches_allowed(obj_size)) {
     int64_t offset = reinterpret_cast<intptr_t>(head) - reinterpret_cast<intptr_t>(tail);
-    *batch_word(tail, obj_size) = static_cast<uint64_t>(offset) << 32 | uint64_t{count} << 1 | 1;
+    // (Shifted up to the top, then down to its place: its sign's copies
+    // above bit 55 shifted out.)
+    uint64_t at = static_cast<uint64_t>(offset) << 32 >> (32 - kOffsetShift);
+    *batch_word(tail, obj_size) = at | uint64_t{count} << 1 | 1;
   }
   return node_of(tail);
 }
@@ -94,7 +104,7 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
   FreeObject* tail = tail_of(node);
   if (!batches_allowed(obj_size)) return Batch{tail, tail, 1};
   uint64_t word = *batch_word(tail, obj_size);
-  int64_t offset = static_cast<int64_t>(word) >> 32;
+  int64_t offset = static_cast<int64_t>(word << (32 - kOffsetShift)) >> 32;
   auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
   return Batch{head, tail, static_cast<uint32_t>((word & kCountMask) >> 1)};
 }

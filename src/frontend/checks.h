@@ -34,6 +34,8 @@ inline constexpr const char* kCorruptedFreeList = "corrupted free list";
 inline constexpr const char* kFreedObjectWritten = "write to a freed object";
 inline constexpr const char* kSizeMismatch = "size mismatch";
 inline constexpr const char* kBufferOverflow = "buffer overflow";
+// The byte before an object written (checks::slack_intact).
+inline constexpr const char* kBufferUnderflow = "buffer underflow";
 inline constexpr const char* kZeroSizeAccess = "access to a zero-size allocation";
 // An object start its slab has not carved yet: memory roost never handed out.
 inline constexpr const char* kNeverAllocated = "invalid pointer (never allocated)";
@@ -44,11 +46,20 @@ inline constexpr const char* kNeverAllocated = "invalid pointer (never allocated
 
 // `p`, a live object start of slab `m`: the size it was asked for, from
 // its canary; a canary overwritten is a buffer overflow (or an underflow
-// from the object after it), named here.
+// from the object after it), named here.  Then, unless `p` is its slab's
+// first object, the byte before it (slack_canary::byte_before_intact):
+// written, it is a buffer underflow from `p` (or an overflow from the
+// object before that skipped that one's canary bytes), named here too.
 ROOST_INLINE size_t slack_intact(const ChunkMeta* m, const void* p, const char* where) {
   size_t size;
   if (ROOST_UNLIKELY(!slack_canary::read(p, m->obj_size, &size)))
     fault(where, kBufferOverflow, p, m->obj_size);
+  if constexpr (config::kCheckByteBefore) {
+    if (ROOST_LIKELY(reinterpret_cast<uintptr_t>(p) != m->base)) {
+      if (ROOST_UNLIKELY(!slack_canary::byte_before_intact(p)))
+        fault(where, kBufferUnderflow, p, m->obj_size);
+    }
+  }
   return size;
 }
 
