@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/suite.py: the benchmark suite, roost against every allocator a user would pick instead.
 
-Runs the workload programs (build/<dir>/bench/bench_*) under every allocator,
-swapped in with LD_PRELOAD: roost (build/<dir>/libroost.so), glibc (no
+Runs the workload programs (build/<dir>/bench/bench_*) and real programs from
+Debian's packages (CPython, g++, the SQLite shell, Perl, RocksDB's db_bench:
+bench/suitelib/programs.py) under every allocator, swapped in with LD_PRELOAD: roost (build/<dir>/libroost.so), glibc (no
 preload) and the peers that bench/suitelib/peers.py provides (Debian's
 mimalloc, jemalloc, tcmalloc and tbbmalloc; snmalloc and mimalloc v2/v3 built
 from their Rust -sys crates), plus opt-in roost variants (roost-nobatchit,
@@ -13,7 +14,11 @@ phase of a shared machine hits every allocator alike. The figure (a higher-is-
 better throughput) and the wall time come from the program's own report line,
 the peak RSS from os.wait4 (ru_maxrss) of a subreaper-launched child. Every
 run must pass the program's own verification (verify=ok, exit 0) and report
-that malloc came from the expected shared object (malloc_from=).
+that malloc came from the expected shared object (malloc_from=). A real
+program's figure is 1 / its whole run's wall time, its output is checked
+against what the suite computed from the input it generated, and its check
+run shows, under LD_DEBUG, every process of its tree taking malloc from the
+allocator's library.
 
 Prints Markdown tables on stdout (per case, per allocator: median figure with
 min-max, median peak RSS with min-max, ratios to the best; then each

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from . import docs, measure, plots, report
+from . import docs, measure, plots, programs, report
 from .allocators import (GLIBC, ROOST, VARIANTS, git_commit, machine_info, parse_roost_libs,
                          resolve_allocators)
 from .common import BENCH_DIR, REPO, forget_written, list_written, log, parse_list, rel
@@ -24,9 +24,19 @@ DESCRIPTION = ("bench/suite.py: the benchmark suite, roost against every allocat
                "pick instead.")
 
 
+def is_program(w):
+    return getattr(w, "kind", "") == "program"
+
+
 def print_list(table, bindir):
     print("Workloads (sets: default = `make bench`, full = `--full`):")
     for w in table:
+        if is_program(w):
+            built = "available" if w.available() else "NOT AVAIL"
+            print(f"  {w.key:15} {'+'.join(w.sets):12} {built:9} {'':24} "
+                  f"{w.path} (Debian {w.package}) on generated input, {' '.join(w.args)}")
+            print(f"  {'':15} {w.label}; figure runs/s of the whole process tree")
+            continue
         built = "built" if os.access(os.path.join(bindir, w.binary_name), os.X_OK) else \
             "NOT BUILT"
         sw = {"t": "sweeps -t", "pc": "sweeps -p/-c"}.get(w.threads, "") \
@@ -41,32 +51,40 @@ def print_list(table, bindir):
 
 
 def self_test(opts):
-    """Two tiny workloads (and one that is not built) under glibc and roost, 1 rep."""
+    """Two tiny workloads of ours (and one that is not built) and a tiny real program under
+    glibc and roost, 1 rep; and the real programs' own checks (programs.self_test)."""
     tmp = tempfile.mkdtemp(prefix="roost-suite-selftest-")
     page_path = os.path.join(tmp, "docs", "BENCHMARKS.md")
-    argv = ["--build-dir", opts.build_dir, "--workloads", "prodcons,symmetric,absent",
+    argv = ["--build-dir", opts.build_dir, "--workloads", "prodcons,symmetric,absent,python-json",
             "--allocators", "roost,glibc", "--reps", "1", "--threads", "1,2", "--no-install",
             "--no-plots", "--out-dir", tmp, "--docs", page_path, "--timeout", "60"]
     log(f"suite self-test: {' '.join(argv)}")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(argv, table=SELF_TEST_WORKLOADS, name_files=False)
+        rc = main(argv, table=SELF_TEST_WORKLOADS + programs.SELF_TEST_PROGRAMS,
+                  name_files=False)
     forget_written()  # in the temporary folder, removed below (or named on failure)
     text = buf.getvalue()
-    problems = []
+    problems = programs.self_test()
+    # python3 as Debian installs it: there wherever the suite runs, else shown as not available.
+    real = programs.SELF_TEST_PROGRAMS[0].available()
+    cases = 4 if real else 3
     if rc != 0:
         problems.append(f"the run exited {rc}")
     for needle in ("prodcons (tiny), 1P/1C", "prodcons (tiny), 2P/2C",
                    "symmetric (tiny), 2 threads",
                    "| **roost** |", "| glibc |", "Throughput relative to roost",
-                   "geometric mean", "**not built**"):
+                   "geometric mean", "**not built**",
+                   "Measured: the whole run" if real else "**not available**"):
         if needle not in text:
             problems.append(f"no `{needle}` in the tables")
+    if real and "/usr/bin/python3 IN/json_doc.py 300 " not in text:
+        problems.append("no real program's command line in the tables")
     try:
         with open(os.path.join(tmp, "suite-runs.csv")) as f:
             rows = list(csv.DictReader(f))
-        if len(rows) != 3 * 2:
-            problems.append(f"suite-runs.csv has {len(rows)} runs, expected 6")
+        if len(rows) != cases * 2:
+            problems.append(f"suite-runs.csv has {len(rows)} runs, expected {cases * 2}")
         bad = [r for r in rows if r["ok"] != "True" or not r["figure"]]
         if bad:
             problems.append(f"{len(bad)} failed run(s) in suite-runs.csv: "
@@ -74,12 +92,15 @@ def self_test(opts):
                                         for r in bad))
         with open(os.path.join(tmp, "suite-summary.csv")) as f:
             srows = list(csv.DictReader(f))
-        if len(srows) != 3 * 2:
-            problems.append(f"suite-summary.csv has {len(srows)} rows, expected 6")
+        if len(srows) != cases * 2:
+            problems.append(f"suite-summary.csv has {len(srows)} rows, expected {cases * 2}")
         with open(os.path.join(tmp, "suite.json")) as f:
             js = json.load(f)
         if "absent" not in js["not_built"]:
             problems.append("suite.json does not report the absent workload as not built")
+        tree = [w.get("tree") for w in js["workloads"] if w["key"] == "python-json"]
+        if real and tree != ["python3"]:
+            problems.append(f"suite.json's process tree of python-json is {tree}")
         with open(page_path) as f:
             page = f.read()
         for needle in ("# roost benchmarks", "## Machine", "## Allocators", "## Summary",
@@ -95,7 +116,8 @@ def self_test(opts):
         log(f"suite self-test: outputs kept in {tmp}")
         return 1
     shutil.rmtree(tmp, ignore_errors=True)
-    print("suite self-test: ok (3 cases x 2 allocators, tables, CSV, JSON and docs page)")
+    print(f"suite self-test: ok ({cases} cases x 2 allocators, tables, CSV, JSON and docs page; "
+          "the real programs' inputs, checks and LD_DEBUG reading)")
     return 0
 
 def make_parser():
@@ -140,10 +162,11 @@ def make_parser():
     return ap
 
 
-def main(argv=None, table=WORKLOADS, name_files=True):
-    """The suite's command; returns the exit status. table: the workload table (the
-    self-test passes its own); name_files: end with the list of the files written (on
-    stderr, or in bench/run's list)."""
+def main(argv=None, table=None, name_files=True):
+    """The suite's command; returns the exit status. table: the workload table (default: our
+    programs' and the real programs'; the self-test passes its own); name_files: end with
+    the list of the files written (on stderr, or in bench/run's list)."""
+    table = WORKLOADS + programs.PROGRAMS if table is None else table
     ap = make_parser()
     opts = ap.parse_args(argv)
 
@@ -157,6 +180,9 @@ def main(argv=None, table=WORKLOADS, name_files=True):
     try:
         return run(opts, ap, table, argv)
     finally:
+        for w in table:  # the real programs' generated inputs
+            if is_program(w):
+                w.cleanup()
         if name_files:  # also when the run stops early: the peers it built, say
             list_written("suite")
 
@@ -196,16 +222,19 @@ def run(opts, ap, table, argv):
     cases = []
     for w in workloads:
         cases += make_cases(w, threads, opts.scale, named=w.key in named)
-    not_built = {}
+    not_built = programs.ensure_available(workloads, not opts.no_install)
     for w in workloads:
+        if is_program(w):
+            continue
         path = os.path.join(bindir, w.binary_name)
         if not os.access(path, os.X_OK):
             src = os.path.join(BENCH_DIR, w.program + ".c")
             not_built[w.key] = (f"{rel(path)} is missing"
                                 + ("" if os.path.exists(src) else
                                    f" (no bench/{w.program}.c yet)"))
+    kinds = {w.key: is_program(w) for w in workloads}
     for key, why in not_built.items():
-        log(f"suite: workload {key} not built: {why}")
+        log(f"suite: workload {key} not {'available' if kinds[key] else 'built'}: {why}")
 
     extra_libs = parse_roost_libs(opts.roost_lib, ap.error)
     chosen = parse_list(opts.allocators) if opts.allocators else None
@@ -267,11 +296,16 @@ def run(opts, ap, table, argv):
                        for a in allocs],
         "workloads": [{"key": w.key, "label": w.label, "program": w.program, "args": w.args,
                        "field": w.field, "work": w.work, "threads": w.threads,
-                       "sweep": w.sweep, "live": w.live, "stresses": w.stresses}
+                       "sweep": w.sweep, "live": w.live, "stresses": w.stresses,
+                       "kind": getattr(w, "kind", "bench"),
+                       "tree": programs.tree_text(w) if is_program(w) else None,
+                       "package": getattr(w, "package", None)}
                       for w in workloads],
         "cases": [{"id": c.id, "wl": c.wl.key, "label": c.label, "short": c.short,
                    "args": c.args,
-                   "threads": c.threads, "base": c.base, "program": c.wl.program}
+                   "threads": c.threads, "base": c.base, "program": c.wl.program,
+                   "command": c.wl.command(c.args) if is_program(c.wl)
+                   and c.wl.key not in not_built else None}
                   for c in cases],
         "not_built": not_built,
         "broken": [{"workload": k, "allocator": n, "reason": why}

@@ -100,6 +100,8 @@ def scale_of(values):
 
 def fmt_fig(x, div):
     v = x / div
+    if v < 1:  # runs per second of the real programs
+        return f"{v:.3f}"
     return f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
 
 

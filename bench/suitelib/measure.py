@@ -57,10 +57,12 @@ def provider_ok(lib, provider):
 # exited, so the shell can never reap it, then execs the benchmark; os.wait4
 # then returns the benchmark's own rusage, its maximum RSS starting from the
 # few hundred KiB of the shell's fork. The preload is set on the benchmark
-# only, not on the shell.
-LAUNCH = """out=$1; err=$2; pre=$3; shift 3
+# only, not on the shell; so is LD_DEBUG for a real program's check run ($dbg:
+# the LD_DEBUG_OUTPUT prefix, programs.py).
+LAUNCH = """out=$1; err=$2; pre=$3; dbg=$4; shift 4
 exec 3<&0
 { read go <&3; if [ -n "$pre" ]; then export LD_PRELOAD="$pre"; fi
+  if [ -n "$dbg" ]; then export LD_DEBUG=files,bindings LD_DEBUG_OUTPUT="$dbg"; fi
   exec "$@" >"$out" 2>"$err" </dev/null 3<&-; } </dev/null >/dev/null 2>&1 &
 echo $!
 """
@@ -79,9 +81,12 @@ def become_subreaper():
     return SUBREAPER
 
 
-def run_once(binary, args, alloc, timeout):
-    """Runs one benchmark process. Returns a dict: ok, reason, report, maxrss_kib, wall_s."""
-    lib = alloc.lib
+def run_process(argv, lib, env, timeout, cwd=None, debug=None):
+    """Runs one process (argv) with LD_PRELOAD=lib (None: no preload) in environment env, through
+    the subreaper launch above, in folder cwd; debug: LD_DEBUG_OUTPUT's prefix for
+    LD_DEBUG=files,bindings. Returns a dict: exit, timed_out, stdout, stderr, maxrss_kib
+    (wait4's ru_maxrss: the process's own peak, or its largest waited-for child's), wall_s,
+    cpu_s (its own and its waited-for children's)."""
     with tempfile.TemporaryDirectory(prefix="roost-suite-") as tmp:
         outp, errp = os.path.join(tmp, "out"), os.path.join(tmp, "err")
         t0 = time.monotonic()
@@ -89,17 +94,19 @@ def run_once(binary, args, alloc, timeout):
             gate_r, gate_w = os.pipe()
             try:
                 sh = subprocess.run(["/bin/sh", "-c", LAUNCH, "sh", outp, errp,
-                                     os.path.abspath(lib) if lib else "", binary] + args,
-                                    env=run_env(None, alloc.env), stdin=gate_r,
-                                    stdout=subprocess.PIPE, text=True)
+                                     os.path.abspath(lib) if lib else "", debug or ""] + argv,
+                                    env=env, stdin=gate_r, stdout=subprocess.PIPE, text=True,
+                                    cwd=cwd)
             finally:
                 os.close(gate_r)
                 os.close(gate_w)  # EOF on the pipe: the subshell goes on and execs
             pid = int(sh.stdout.strip())
         else:  # fallback: RSS figures include this process's RSS at fork
-            env = run_env(lib, alloc.env)
+            env = dict(env, LD_PRELOAD=os.path.abspath(lib)) if lib else env
+            if debug:
+                env = dict(env, LD_DEBUG="files,bindings", LD_DEBUG_OUTPUT=debug)
             with open(outp, "wb") as o, open(errp, "wb") as e:
-                pid = subprocess.Popen([binary] + args, env=env, stdout=o, stderr=e,
+                pid = subprocess.Popen(argv, env=env, stdout=o, stderr=e, cwd=cwd,
                                        stdin=subprocess.DEVNULL).pid
         status, usage, timed_out = None, None, False
         while True:
@@ -113,29 +120,51 @@ def run_once(binary, args, alloc, timeout):
                 timed_out = True
                 break
             time.sleep(0.005)
-        exit_code = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         with open(outp, errors="replace") as f:
             stdout = f.read()
         with open(errp, errors="replace") as f:
             stderr = f.read()
-    rep = parse_report(stdout)
-    res = {"ok": False, "reason": None, "report": rep, "maxrss_kib": usage.ru_maxrss,
-           "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "exit": exit_code}
-    tail = (stderr.strip().splitlines() or [""])[-1][:200]
-    if timed_out:
-        res["reason"] = f"timed out after {timeout:g} s"
-    elif exit_code != 0:
-        sig = f" (signal {-exit_code})" if exit_code < 0 else ""
-        res["reason"] = f"exit {exit_code}{sig}" + (f": {tail}" if tail else "")
-    elif rep.get("verify") != "ok":
+    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "stdout": stdout,
+            "stderr": stderr, "maxrss_kib": usage.ru_maxrss, "wall_s": wall,
+            "cpu_s": usage.ru_utime + usage.ru_stime}
+
+
+def exit_reason(p, timeout):
+    """Why a run_process() result failed by its exit (timed out, non-zero status), or None."""
+    tail = (p["stderr"].strip().splitlines() or [""])[-1][:200]
+    if p["timed_out"]:
+        return f"timed out after {timeout:g} s"
+    if p["exit"] != 0:
+        sig = f" (signal {-p['exit']})" if p["exit"] < 0 else ""
+        return f"exit {p['exit']}{sig}" + (f": {tail}" if tail else "")
+    return None
+
+
+def run_once(binary, args, alloc, timeout):
+    """Runs one benchmark process. Returns a dict: ok, reason, report, maxrss_kib, wall_s."""
+    lib = alloc.lib
+    p = run_process([binary] + args, lib, run_env(None, alloc.env), timeout)
+    rep = parse_report(p["stdout"])
+    res = {"ok": False, "reason": None, "report": rep, "maxrss_kib": p["maxrss_kib"],
+           "wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "exit": p["exit"]}
+    tail = (p["stderr"].strip().splitlines() or [""])[-1][:200]
+    res["reason"] = exit_reason(p, timeout)
+    if res["reason"] is None and rep.get("verify") != "ok":
         res["reason"] = "no verify=ok in the output" + (f": {tail}" if tail else "")
-    elif not provider_ok(lib, rep.get("malloc_from")):
+    elif res["reason"] is None and not provider_ok(lib, rep.get("malloc_from")):
         res["reason"] = f"preload not in effect: malloc from {rep.get('malloc_from')}"
         res["preload_failed"] = True
-    else:
-        res["ok"] = True
+    res["ok"] = res["reason"] is None
     return res
+
+
+def run_case(wl, args, alloc, bindir, timeout, check=False):
+    """One run of a workload: a bench_* program of ours, or a real program (programs.py, whose
+    workloads carry their own runner); check: the check run."""
+    if getattr(wl, "kind", "") == "program":
+        return wl.run(args, alloc, timeout, check)
+    return run_once(os.path.join(bindir, wl.binary_name), args, alloc, timeout)
 
 
 def to_float(s):
@@ -151,22 +180,23 @@ def to_float(s):
 def check_runs(workloads, allocs, bindir, timeout):
     """The preload must take effect: a tiny run of each (built) workload under each allocator.
 
-    A preload that does not take effect makes the allocator missing (a.missing is set); any
-    other failure there is that pair's error (its timed runs are skipped). Returns
+    A preload that does not take effect in one of our programs makes the allocator missing
+    (a.missing is set); in a real program (programs.py), whose tree LD_DEBUG checks, it is
+    that pair's error, as is any other failure (its timed runs are skipped). Returns
     {(workload key, allocator): reason} for those."""
     broken = {}
     for a in allocs:
         if a.missing:
             continue
         for w in workloads:
-            r = run_once(os.path.join(bindir, w.binary_name), tiny_args(w), a,
-                         min(timeout, 60))
-            if r.get("preload_failed"):
+            r = run_case(w, tiny_args(w), a, bindir, min(timeout, 60), check=True)
+            external = getattr(w, "kind", "") == "program"
+            if r.get("preload_failed") and not external:
                 a.missing = f"preload check ({w.binary_name}) failed: {r['reason']}"
                 break
             if not r["ok"]:
-                broken[(w.key, a.name)] = f"check run `{w.binary_name} " \
-                    f"{' '.join(tiny_args(w))}` failed: {r['reason']}"
+                what = r.get("command") or f"{w.binary_name} {' '.join(tiny_args(w))}"
+                broken[(w.key, a.name)] = f"check run `{what}` failed: {r['reason']}"
                 log(f"suite: {a.name} fails {w.key}'s check run: {r['reason']}")
     return broken
 
@@ -188,7 +218,7 @@ def run_row(c, a, rep, binary, r):
            "preload": rel(a.lib) if a.lib else "",
            "env": " ".join(f"{k}={v}" for k, v in sorted(a.env.items())),
            "malloc_from": rp.get("malloc_from", ""),
-           "command": " ".join([rel(binary)] + c.args)}
+           "command": r.get("command") or " ".join([rel(binary)] + c.args)}
     if r["ok"] and row["figure"] is None:
         row["ok"] = False
         row["reason"] = f"no {c.wl.field}= in the report line"
@@ -210,7 +240,8 @@ def run_all(cases, alive, broken, reps, bindir, timeout, total):
                 if (c.wl.key, a.name) in broken:
                     continue
                 binary = os.path.join(bindir, c.wl.binary_name)
-                row = run_row(c, a, rep, binary, run_once(binary, c.args, a, timeout))
+                row = run_row(c, a, rep, binary,
+                              run_case(c.wl, c.args, a, bindir, timeout))
                 runs.append(row)
                 done += 1
                 el = time.time() - t_start

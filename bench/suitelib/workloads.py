@@ -7,7 +7,7 @@ import re
 
 # Units of the figure fields: field -> what one unit of work is.
 UNITS = {"objects_per_sec": "objects/s", "msgs_per_sec": "msgs/s", "ops_per_sec": "ops/s",
-         "writes_per_sec": "writes/s", "steps_per_sec": "steps/s"}
+         "writes_per_sec": "writes/s", "steps_per_sec": "steps/s", "runs_per_sec": "runs/s"}
 
 DEFAULT_THREADS_FULL = [1, 2, 4, 8, 16]
 # In a thread sweep every case does this fraction of the base configuration's
@@ -280,5 +280,7 @@ def tiny_args(wl):
     small = {"-n": 2000, "-r": 20, "-i": 5}.get(wl.work, 100)
     if wl.program == "large":
         small = 20
+    if getattr(wl, "tiny", None) is not None:  # a real program's (programs.py)
+        small = wl.tiny
     return set_arg(wl.args, wl.work, min(work, small))
 

@@ -1,0 +1,435 @@
+"""The inputs of the real-program workloads (programs.py) and the results each must print:
+for every program, a function make(n, seed, folder) that writes the input files into folder
+and returns (the command's arguments, the expected output's check). Everything is generated
+here from a seed (no input is copied from anywhere), so every allocator sees the same work.
+
+A check is a function check(stdout, run_dir) -> (reason or None, facts): None when the output
+is right, else what is wrong; facts, the figures it read (the KV store's counts, compared
+against a reference run by programs.py)."""
+
+import hashlib
+import os
+import random
+import re
+import subprocess
+
+SEED = 20261128
+MASK = (1 << 64) - 1
+
+
+def digest(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def same_text(expected, what):
+    """A check that the output is exactly `expected` (compared by digest)."""
+    want = digest(expected)
+
+    def check(stdout, run_dir):
+        if digest(stdout) == want:
+            return None, {}
+        got = stdout.splitlines()
+        exp = expected.splitlines()
+        line = next((i for i, (a, b) in enumerate(zip(got, exp)) if a != b),
+                    min(len(got), len(exp)))
+        shown = got[line][:80] if line < len(got) else "(end of output)"
+        return (f"wrong {what}: line {line + 1} is `{shown}`, expected "
+                f"`{exp[line][:80] if line < len(exp) else '(end of output)'}` "
+                f"({len(got)} lines, expected {len(exp)})"), {}
+    return check
+
+
+def words(rng, count):
+    """`count` distinct made-up words of 2 to 4 syllables."""
+    onsets = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "st", "tr"]
+    vowels = ["a", "e", "i", "o", "u", "ai", "ou"]
+    out, seen = [], set()
+    while len(out) < count:
+        w = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(2, 4)))
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# CPython: build a JSON document, serialize it, parse it back, summarize it. The script is run
+# by the program under test and, for the expected output, executed here by the suite.
+
+JSON_SCRIPT = '''"""Builds a JSON document of N records, serializes it, parses it back and summarizes it."""
+import hashlib
+import json
+import sys
+
+
+def numbers(seed):
+    x = seed
+    while True:
+        x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        yield x >> 29
+
+
+def build(n, seed):
+    r = numbers(seed)
+    records = []
+    for i in range(n):
+        v = next(r)
+        records.append({
+            "id": i,
+            "name": "user-%05d" % (v % 100000),
+            "score": (v % 100000) / 100,
+            "active": bool(v & 1),
+            "tags": ["t%d" % ((v >> k) & 63) for k in range(0, (v % 6) * 6, 6)],
+            "address": {"zip": "%05d" % (v % 99991),
+                        "street": "%d %s street" % (v % 997, "abcdefgh"[v % 8] * (1 + v % 5))},
+            "history": [{"t": i * 10 + k, "delta": (v >> k) % 200 - 100} for k in range(v % 9)],
+        })
+    return {"version": 1, "seed": seed, "records": records}
+
+
+def main(n, seed):
+    text = json.dumps(build(n, seed), sort_keys=True)
+    doc = json.loads(text)
+    by_tag, deltas, history = {}, 0, 0
+    for rec in doc["records"]:
+        for t in rec["tags"]:
+            by_tag.setdefault(t, []).append(rec["id"])
+        for h in rec["history"]:
+            deltas += h["delta"]
+        history += len(rec["history"])
+    pretty = json.dumps(doc, indent=1)
+    top = sorted(by_tag.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:5]
+    lines = ["records %d tags %d history %d deltas %d"
+             % (len(doc["records"]), len(by_tag), history, deltas),
+             "compact %d %s" % (len(text), hashlib.sha256(text.encode()).hexdigest()),
+             "pretty %d %s" % (len(pretty), hashlib.sha256(pretty.encode()).hexdigest())]
+    lines += ["tag %s %d %d" % (t, len(ids), sum(ids)) for t, ids in top]
+    return "\\n".join(lines) + "\\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(main(int(sys.argv[1]), int(sys.argv[2])))
+'''
+
+
+def make_python_json(n, seed, folder, **_):
+    path = os.path.join(folder, "json_doc.py")
+    with open(path, "w") as f:
+        f.write(JSON_SCRIPT)
+    space = {"__name__": "roost_suite_json"}
+    exec(compile(JSON_SCRIPT, path, "exec"), space)
+    return [path, str(n), str(seed)], same_text(space["main"](n, seed), "summary")
+
+
+# ----------------------------------------------------------------------------------------------
+# g++: a generated C++ file heavy in templates (every record type instantiates the standard
+# containers, std::variant and a parameter-pack fold again); the object file is then linked and
+# run by the check, which compares what it prints with the value computed here.
+
+CXX_HEAD = """// Generated by bench/suitelib/program_inputs.py: template-heavy code for the g++ workload.
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace gen {
+using u64 = std::uint64_t;
+
+template <u64 Seed, std::size_t... I>
+constexpr u64 fold(std::index_sequence<I...>) {
+  u64 h = Seed;
+  ((h = h * 6364136223846793005ULL + I), ...);
+  return h;
+}
+
+template <class... F> struct overloaded : F... { using F::operator()...; };
+template <class... F> overloaded(F...) -> overloaded<F...>;
+
+template <int K> struct Rec {
+  u64 id;
+  std::string tag;
+  std::vector<u64> vals;
+  bool operator<(const Rec& o) const { return std::tie(id, tag) < std::tie(o.id, o.tag); }
+};
+
+template <int K, u64 Mul, u64 Add, u64 Mod, u64 M, std::size_t L>
+u64 run() {
+  std::vector<Rec<K>> recs;
+  for (u64 k = 0; k < M; ++k)
+    recs.push_back(Rec<K>{(k * Mul + Add) % Mod, "t" + std::to_string(k % 7), {k, k * k % 97}});
+  std::set<Rec<K>> uniq(recs.begin(), recs.end());
+  std::map<std::string, std::vector<Rec<K>>> groups;
+  for (const auto& r : uniq) groups[r.tag].push_back(r);
+  u64 h = 0, pos = 1;
+  for (const auto& r : uniq) h += pos++ * r.id;
+  for (const auto& [tag, v] : groups) h = h * 31 + tag.size() * v.size() + v.front().vals[1];
+  std::vector<std::variant<u64, std::string, Rec<K>>> vs;
+  for (u64 k = 0; k < M; ++k) {
+    if (k % 3 == 0) vs.emplace_back(k);
+    else if (k % 3 == 1) vs.emplace_back(std::string(k % 5 + 1, 'x'));
+    else vs.emplace_back(recs[k]);
+  }
+  for (const auto& v : vs)
+    h += std::visit(overloaded{[](u64 x) { return x; },
+                               [](const std::string& s) { return static_cast<u64>(s.size()); },
+                               [](const Rec<K>& r) { return r.id; }}, v);
+  return h + fold<K>(std::make_index_sequence<L>{});
+}
+}  // namespace gen
+
+int main() {
+  gen::u64 total = 0;
+"""
+
+
+def cxx_run(k, mul, add, mod, m, length):
+    """What gen::run<k, mul, add, mod, m, length>() returns."""
+    recs = [((i * mul + add) % mod, f"t{i % 7}", i * i % 97) for i in range(m)]
+    first = {}
+    for rid, tag, v1 in recs:
+        first.setdefault((rid, tag), v1)
+    uniq = sorted(first)
+    h = 0
+    for pos, (rid, _) in enumerate(uniq, 1):
+        h = (h + pos * rid) & MASK
+    groups = {}
+    for rid, tag in uniq:
+        groups.setdefault(tag, []).append(first[(rid, tag)])
+    for tag in sorted(groups):
+        h = (h * 31 + len(tag) * len(groups[tag]) + groups[tag][0]) & MASK
+    for i in range(m):
+        h = (h + (i if i % 3 == 0 else i % 5 + 1 if i % 3 == 1 else recs[i][0])) & MASK
+    f = k
+    for i in range(length):
+        f = (f * 6364136223846793005 + i) & MASK
+    return (h + f) & MASK
+
+
+def make_gxx(n, seed, folder, program="g++", **_):
+    rng = random.Random(seed)
+    body, total = [], 0
+    for k in range(n):
+        mul, add = rng.randrange(3, 1000), rng.randrange(0, 1000)
+        mod, m, length = rng.randrange(50, 400), rng.randrange(20, 80), rng.randrange(16, 96)
+        body.append(f"  total = total * 1099511628211ULL ^ gen::run<{k}, {mul}, {add}, {mod}, "
+                    f"{m}, {length}>();")
+        total = ((total * 1099511628211) & MASK) ^ cxx_run(k, mul, add, mod, m, length)
+    src = os.path.join(folder, "templates.cc")
+    with open(src, "w") as f:
+        f.write(CXX_HEAD + "\n".join(body) + '\n  std::printf("%llu\\n", '
+                "static_cast<unsigned long long>(total));\n  return 0;\n}\n")
+    want = f"{total}\n"
+
+    def check(stdout, run_dir):
+        """The object file, linked and run (without any preload), prints the value above."""
+        obj, exe = os.path.join(run_dir, "templates.o"), os.path.join(run_dir, "templates")
+        if not os.path.exists(obj):
+            return "g++ wrote no templates.o", {}
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        r = subprocess.run([program, obj, "-o", exe], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"linking templates.o failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", {}
+        r = subprocess.run([exe], env=env, capture_output=True, text=True)
+        if r.returncode != 0 or r.stdout != want:
+            return (f"the compiled program printed {r.stdout.strip()[:40]!r} (exit "
+                    f"{r.returncode}), expected {want.strip()}"), {}
+        return None, {}
+    return ["-std=c++20", "-O2", "-c", src, "-o", "templates.o"], check
+
+
+# ----------------------------------------------------------------------------------------------
+# The SQLite shell: an SQL script that fills a table row by row, indexes it and queries it; the
+# expected answers are computed here from the same rows.
+
+def make_sqlite(n, seed, folder, **_):
+    rng = random.Random(seed)
+    names = words(rng, max(50, n // 20))
+    cats = [(c, f"cat-{w}") for c, w in enumerate(words(rng, 20))]
+    rows = []
+    for i in range(1, n + 1):
+        rows.append((i, rng.choice(names), rng.randrange(20), rng.randrange(1, 100000),
+                     " ".join(rng.choice(names) for _ in range(rng.randint(1, 12)))))
+    out = ["PRAGMA journal_mode=MEMORY;", "PRAGMA synchronous=OFF;", "PRAGMA cache_size=-65536;",
+           "CREATE TABLE item(id INTEGER PRIMARY KEY, name TEXT NOT NULL, cat INTEGER NOT NULL, "
+           "price INTEGER NOT NULL, note TEXT NOT NULL);",
+           "CREATE TABLE cat(id INTEGER PRIMARY KEY, label TEXT NOT NULL);", "BEGIN;"]
+    out += [f"INSERT INTO cat VALUES({c}, '{label}');" for c, label in cats]
+    out += [f"INSERT INTO item VALUES({i}, '{nm}', {c}, {p}, '{note}');"
+            for i, nm, c, p, note in rows]
+    out += ["COMMIT;",
+            "CREATE INDEX item_cat_price ON item(cat, price);",
+            "CREATE INDEX item_name ON item(name);",
+            "SELECT count(*), sum(price), min(name), max(name) FROM item;",
+            "SELECT cat, count(*), sum(price), max(price) FROM item GROUP BY cat ORDER BY cat;",
+            "SELECT id, name, price FROM item WHERE cat = 7 ORDER BY price DESC, id LIMIT 20;",
+            "DELETE FROM item WHERE id % 3 = 0;",
+            "UPDATE item SET price = price + 1 WHERE cat < 5;",
+            "SELECT count(*), sum(price), sum(length(note)) FROM item;",
+            "SELECT name, count(*) FROM item GROUP BY name ORDER BY count(*) DESC, name LIMIT 20;",
+            "SELECT c.label, count(*), sum(i.price) FROM item i JOIN cat c ON c.id = i.cat "
+            "GROUP BY c.label ORDER BY c.label;"]
+    script = os.path.join(folder, "build.sql")
+    with open(script, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+    exp = [f"{len(rows)}|{sum(r[3] for r in rows)}|{min(r[1] for r in rows)}|"
+           f"{max(r[1] for r in rows)}"]
+    for c in sorted({r[2] for r in rows}):
+        ps = [r[3] for r in rows if r[2] == c]
+        exp.append(f"{c}|{len(ps)}|{sum(ps)}|{max(ps)}")
+    top = sorted((r for r in rows if r[2] == 7), key=lambda r: (-r[3], r[0]))[:20]
+    exp += [f"{r[0]}|{r[1]}|{r[3]}" for r in top]
+    rows = [(i, nm, c, p + 1 if c < 5 else p, note) for i, nm, c, p, note in rows if i % 3]
+    exp.append(f"{len(rows)}|{sum(r[3] for r in rows)}|{sum(len(r[4]) for r in rows)}")
+    counts = {}
+    for r in rows:
+        counts[r[1]] = counts.get(r[1], 0) + 1
+    exp += [f"{nm}|{k}" for nm, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:20]]
+    label = dict(cats)
+    per = {}
+    for r in rows:
+        k, s = per.get(label[r[2]], (0, 0))
+        per[label[r[2]]] = (k + 1, s + r[3])
+    exp += [f"{lb}|{k}|{s}" for lb, (k, s) in sorted(per.items())]
+    # journal_mode answers with the mode it set.
+    return ["-batch", "-bail", "items.db", f".read {script}"], \
+        same_text("memory\n" + "\n".join(exp) + "\n", "query results")
+
+
+# ----------------------------------------------------------------------------------------------
+# Perl: a word count over a generated text, every word's lines kept in a hash of arrays and
+# its bigrams counted; the expected report is computed here from the same words.
+
+PERL_SCRIPT = r'''# Counts words and bigrams of a text in hashes; prints them sorted.
+use strict;
+use warnings;
+my (%count, %lines, %bigram);
+my $n = 0;
+open(my $fh, '<', $ARGV[0]) or die "cannot open $ARGV[0]: $!";
+while (my $line = <$fh>) {
+    chomp $line;
+    $n++;
+    my @w = split / /, $line;
+    for my $i (0 .. $#w) {
+        $count{$w[$i]}++;
+        push @{$lines{$w[$i]}}, $n;
+        $bigram{"$w[$i - 1] $w[$i]"}++ if $i > 0;
+    }
+}
+close $fh;
+for my $k (keys %bigram) {
+    delete $bigram{$k} if $bigram{$k} < 3;
+}
+print "lines $n words ", scalar(keys %count), " bigrams ", scalar(keys %bigram), "\n";
+for my $w (sort { $count{$b} <=> $count{$a} || $a cmp $b } keys %count) {
+    my $l = $lines{$w};
+    print "$w $count{$w} $l->[0] $l->[-1] ", scalar(@$l), "\n";
+}
+for my $k (sort keys %bigram) {
+    print "$k $bigram{$k}\n";
+}
+'''
+
+
+def make_perl(n, seed, folder, **_):
+    rng = random.Random(seed)
+    vocab = words(rng, max(100, n // 4))
+    # A Zipf-like choice: the word of rank r about 1/r as often as the first.
+    cum, total = [], 0.0
+    for r in range(len(vocab)):
+        total += 1 / (r + 1)
+        cum.append(total)
+    text = [rng.choices(vocab, cum_weights=cum, k=rng.randint(3, 15)) for _ in range(n)]
+    data = os.path.join(folder, "text.txt")
+    with open(data, "w") as f:
+        f.write("".join(" ".join(line) + "\n" for line in text))
+    script = os.path.join(folder, "words.pl")
+    with open(script, "w") as f:
+        f.write(PERL_SCRIPT)
+
+    count, where, bigram = {}, {}, {}
+    for no, line in enumerate(text, 1):
+        for i, w in enumerate(line):
+            count[w] = count.get(w, 0) + 1
+            where.setdefault(w, []).append(no)
+            if i > 0:
+                b = f"{line[i - 1]} {w}"
+                bigram[b] = bigram.get(b, 0) + 1
+    bigram = {k: v for k, v in bigram.items() if v >= 3}
+    exp = [f"lines {n} words {len(count)} bigrams {len(bigram)}"]
+    exp += [f"{w} {k} {where[w][0]} {where[w][-1]} {len(where[w])}"
+            for w, k in sorted(count.items(), key=lambda kv: (-kv[1], kv[0]))]
+    exp += [f"{b} {k}" for b, k in sorted(bigram.items())]
+    return [script, data], same_text("\n".join(exp) + "\n", "word report")
+
+
+# ----------------------------------------------------------------------------------------------
+# The KV store: RocksDB's own driver, db_bench, with fixed parameters: two threads fill random
+# keys, two read random keys, then the whole database is scanned. Its output is checked for
+# the operation counts the parameters fix; the keys found, which follow from the seed but are
+# not computed here, must match a reference run's (programs.py) and be plausible.
+
+KV_FOUND = re.compile(r"^readrandom\s*:.*\((\d+) of (\d+) found\)", re.M)
+
+
+def kv_ops(name):
+    return re.compile(rf"^{name}\s*:.*?\s(\d+) operations;", re.M)
+
+
+def make_kvstore(n, seed, folder, threads=2, **_):
+    args = [f"--benchmarks=fillrandom,readrandom,readseq", f"--num={n}", f"--threads={threads}",
+            f"--seed={seed}", "--db=kvdb", "--write_buffer_size=1048576",
+            "--target_file_size_base=1048576", "--max_bytes_for_level_base=4194304",
+            "--compression_type=none", "--histogram=0"]
+
+    def check(stdout, run_dir):
+        fill, scan = kv_ops("fillrandom").search(stdout), kv_ops("readseq").search(stdout)
+        found = KV_FOUND.search(stdout)
+        if not (fill and scan and found):
+            return "db_bench printed no fillrandom, readrandom and readseq results", {}
+        if int(fill.group(1)) != threads * n:
+            return f"fillrandom did {fill.group(1)} operations, expected {threads * n}", {}
+        distinct = int(scan.group(1)) // threads
+        # Random keys written threads x n times over n keys: 1 - e^-threads of them present.
+        want = 1 - 2.718281828459045 ** -threads
+        if abs(distinct / n - want) > 0.03 + 20 / n ** 0.5:
+            return f"the scan found {distinct} keys of {n}, expected about {want * n:.0f}", {}
+        return None, {"found": int(found.group(1)), "of": int(found.group(2)),
+                      "distinct": distinct}
+    return args, check
+
+
+def self_test():
+    """The generators on tiny inputs; returns what failed (empty: ok)."""
+    import tempfile
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="roost-inputs-") as d:
+        a, b = os.path.join(d, "a"), os.path.join(d, "b")
+        os.mkdir(a)
+        os.mkdir(b)
+        for name, make in (("perl", make_perl), ("sqlite", make_sqlite)):
+            make(50, 7, a)
+            make(50, 7, b)
+            for f in os.listdir(a):
+                if open(os.path.join(a, f)).read() != open(os.path.join(b, f)).read():
+                    failed.append(f"{name}: {f} differs between two runs of one seed")
+        _, check = make_perl(50, 7, a)
+        if check("lines 50 words 0\n", a)[0] is None:
+            failed.append("perl: a wrong report passed the check")
+        if cxx_run(3, 7, 2, 50, 10, 4) != cxx_run(3, 7, 2, 50, 10, 4):
+            failed.append("g++: the expected value is not deterministic")
+        _, kv = make_kvstore(1000, 1, d, threads=2)
+        good = ("fillrandom   :  1.0 micros/op 1 ops/sec 1.0 seconds 2000 operations;  1 MB/s\n"
+                "readrandom   :  1.0 micros/op 1 ops/sec 1.0 seconds 2000 operations;  1 MB/s "
+                "(860 of 1000 found)\n"
+                "readseq      :  1.0 micros/op 1 ops/sec 1.0 seconds 1730 operations;  1 MB/s\n")
+        if kv(good, d) != (None, {"found": 860, "of": 1000, "distinct": 865}):
+            failed.append(f"kvstore: a right output failed the check: {kv(good, d)}")
+        if kv(good.replace("2000 operations", "1999 operations", 1), d)[0] is None:
+            failed.append("kvstore: a short fill passed the check")
+    return failed
