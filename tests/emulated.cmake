@@ -71,8 +71,8 @@ set_tests_properties(api.static.page64k PROPERTIES
 list(APPEND ROOST_EMULATED_TARGETS roost_api_tests_static)
 
 # --- remote frees through malloc/free -----------------------------------------
-roost_gtest(roost_remote_free_tests_static SOURCES remote_free_test.cc LIBS roost::roost
-            DEFINES ROOST_TEST_LINKED=1)
+roost_gtest(roost_remote_free_tests_static SOURCES remote_free_test.cc remote_free_library.cc
+            LIBS roost::roost DEFINES ROOST_TEST_LINKED=1)
 add_test(NAME remote_free.static COMMAND roost_remote_free_tests_static
          "--gtest_filter=RemoteFree.ProducerConsumerChecksumsAndCountersBalance:RemoteFree.ASleepingOwnersWholeSlabsGoBackWhileItSleeps:RemoteFree.OwnersThatNapWhileOthersFreeLoseNothing")
 set_tests_properties(remote_free.static PROPERTIES ENVIRONMENT "ROOSTTEST_EXPECT=1" TIMEOUT 240)

@@ -412,13 +412,22 @@ TEST(FaultInjection, RefusedGuardPagesLeaveLargeObjectsWorking) {
 // Threads allocate, fill, resize and free while the OS refuses mmap, the
 // Nth mmap, madvise and munmap in turn: every failure is ENOMEM, every
 // success holds its bytes, and once the refusals stop nothing fails.
+// One cycle through the plans, then 500 steps a thread (the run of
+// `make test`); ROOSTTEST_FAULT_CYCLES and ROOSTTEST_FAULT_STEPS_AFTER ask
+// for more (docs/TESTING.md).
 TEST(FaultInjection, StressUnderRefusalsThenRecovery) {
   constexpr int kThreads = 3;
+  auto env_count = [](const char* name, int fallback) {
+    const char* e = getenv(name);
+    return e != nullptr && atoi(e) > 0 ? atoi(e) : fallback;
+  };
+  const int cycles = env_count("ROOSTTEST_FAULT_CYCLES", 1);
+  const int steps_after = env_count("ROOSTTEST_FAULT_STEPS_AFTER", 500);
 #if defined(__SANITIZE_THREAD__)
   // Each huge mapping costs ThreadSanitizer its shadow: fewer of them.
-  const int cycles = 1, steps_after = 500, huge_one_in = 64;
+  const int huge_one_in = 64;
 #else
-  const int cycles = 3, steps_after = 2000, huge_one_in = 16;
+  const int huge_one_in = 16;
 #endif
   std::atomic<bool> refusing{true};
   std::atomic<long> failures{0}, bad_errno{0}, damaged{0}, late_failures{0}, operations{0};

@@ -1,6 +1,6 @@
 // The misuse catalog: heap bugs as a program makes them, each in a forked
 // child, against the build under test (ROOSTTEST_BUILD=default, secure or
-// hardened; the linked binaries set it at compile time).  Each case states which
+// hardened; the linked binaries name theirs in misuse_catalog_build.cc).  Each case states which
 // builds must catch it; a build that must catch it has to stop the child
 // with SIGABRT after one line on stderr, "roost: <where>: <fault> 0x<addr>
 // ...", naming the fault the case expects and the address it is about.  A
@@ -39,17 +39,20 @@ extern "C" void free_aligned_sized(void*, size_t, size_t) __attribute__((weak));
 
 using namespace roost_test;
 
-namespace {
+// The build this program is linked to, when ROOSTTEST_BUILD does not say
+// ("" when it links none): misuse_catalog_build.cc, compiled for each
+// program, so that the three linked programs share this file's objects.
+namespace roost_test {
+extern const char kCatalogLinkedBuild[];
+}  // namespace roost_test
 
-#ifndef ROOSTTEST_BUILD
-#define ROOSTTEST_BUILD ""
-#endif
+namespace {
 
 // "default", "secure", "hardened", "observe", or "" (not roost: every case
 // is skipped).
 std::string build_under_test() {
   const char* e = getenv("ROOSTTEST_BUILD");
-  return e != nullptr ? e : ROOSTTEST_BUILD;
+  return e != nullptr ? e : kCatalogLinkedBuild;
 }
 
 // The hardened build is the secure build and more: the secure build's
@@ -584,14 +587,29 @@ struct ClassSlab {
   size_t bytes;
   char* taken;
 };
+// The class's statistics (a snapshot of every allocator) are asked only
+// when an allocation lies outside the slab the one before it came from: the
+// objects of one slab share its slab-aligned base, and a slab that holds an
+// object is never another slab's, so the allocations between two asks
+// started no slab.
 ClassSlab start_new_slab_of(unsigned c, size_t size) {
   ClassStatsFn stats = class_stats_fn();
   struct roost_class_stats now {};
   size_t asked = is_hardened() ? size - 8 : size;  // (its canary word)
+  uint64_t before = stats(c, &now) == 0 ? now.slabs : 0;
+  const uintptr_t slab_bytes = now.slabs != 0 ? now.slab_bytes / now.slabs : 0;
+  uintptr_t last_base = 0;
   for (int i = 0; i < 100000; i++) {
-    uint64_t before = stats(c, &now) == 0 ? now.slabs : 0;
     auto* p = static_cast<char*>(g_malloc(asked));
-    if (stats(c, &now) == 0 && now.slabs > before) {
+    if (slab_bytes != 0) {
+      uintptr_t base = reinterpret_cast<uintptr_t>(p) & ~(slab_bytes - 1);
+      if (i > 0 && base == last_base) continue;  // the slab of the allocation before
+      last_base = base;
+    }
+    if (stats(c, &now) != 0) continue;
+    if (now.slabs <= before) {
+      before = now.slabs;
+    } else {
       size_t bytes = now.slab_bytes / now.slabs;
       auto base = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{bytes} - 1);
       return {reinterpret_cast<char*>(base), bytes, p};

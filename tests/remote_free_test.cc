@@ -1,6 +1,8 @@
 // Remote frees: objects allocated by one thread and freed by another travel
 // home as messages (outbox -> inbox), with forwarding when destinations
-// share a bucket.  One source, built four ways (tests/CMakeLists.txt):
+// share a bucket.  One source, built several ways (tests/CMakeLists.txt;
+// the prefixed programs share one compile of it and differ in the library
+// they link and in remote_free_library.cc's constants):
 //
 //   remote_free.prefixed     roost_malloc/roost_free, roost::prefixed; every
 //                            tree, AddressSanitizer and ThreadSanitizer too
@@ -55,25 +57,30 @@ void* t_malloc(size_t n) { return malloc(n); }
 void t_free(void* p) { free(p); }
 #endif
 
-#if defined(ROOST_TEST_BUCKET_BITS)
-constexpr unsigned kBucketBits = ROOST_TEST_BUCKET_BITS;
-#else
-constexpr unsigned kBucketBits = 6;  // roost's default (src/config.h)
-#endif
+}  // namespace
 
-// BatchIt: on unless compiled out (ROOST_TEST_NO_BATCHIT: the library was
-// built with -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0 (or
-// off, false, no in any case).
+// The library's outbox buckets (2^kRemoteFreeBucketBits) and whether it has
+// BatchIt compiled in: remote_free_library.cc, compiled for each program
+// with what its library was built with.
+namespace roost_test {
+extern const unsigned kRemoteFreeBucketBits;
+extern const bool kRemoteFreeBatchitCompiled;
+}  // namespace roost_test
+
+namespace {
+
+const unsigned kBucketBits = kRemoteFreeBucketBits;
+
+// BatchIt: on unless compiled out (the library was built with
+// -DROOST_BATCHIT=0) or switched off with ROOST_BATCHIT=0 (or off, false,
+// no in any case).
 bool batchit_on() {
-#if defined(ROOST_TEST_NO_BATCHIT)
-  return false;
-#else
+  if (!kRemoteFreeBatchitCompiled) return false;
   const char* e = getenv("ROOST_BATCHIT");
   if (e == nullptr) return true;
   for (const char* off : {"0", "off", "false", "no"})
     if (strcasecmp(e, off) == 0) return false;
   return true;
-#endif
 }
 
 constexpr size_t kKiB = 1024;
