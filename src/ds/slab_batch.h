@@ -46,6 +46,8 @@ namespace slab_batch {
 // bits 24 to 55, as a 32-bit number, and the count the bits below (a slab
 // holds at most 2^16 - 1 objects: ds/sizeclass.h).
 inline constexpr unsigned kOffsetShift = config::kCheckByteBefore ? 24 : 32;
+static_assert(kOffsetShift == 32 || config::kCheckMessages,
+              "open() leaves its report to checks::batch");
 inline constexpr uint64_t kCountMask = (uint64_t{1} << kOffsetShift) - 1;
 
 struct Batch {
@@ -106,7 +108,14 @@ ROOST_INLINE Batch open(QueueNode* node, uint32_t obj_size) {
   uint64_t word = *batch_word(tail, obj_size);
   int64_t offset = static_cast<int64_t>(word << (32 - kOffsetShift)) >> 32;
   auto* head = reinterpret_cast<FreeObject*>(reinterpret_cast<intptr_t>(tail) + offset);
-  return Batch{head, tail, static_cast<uint32_t>((word & kCountMask) >> 1)};
+  auto count = static_cast<uint32_t>((word & kCountMask) >> 1);
+  // Where the word's top byte is kept 0, anything there was written into
+  // the message on its way: a count of 0, which the receiver's check
+  // reports (checks::batch: a corrupted message).
+  if constexpr (kOffsetShift != 32) {
+    if ((word >> (kOffsetShift + 32)) != 0) count = 0;
+  }
+  return Batch{head, tail, count};
 }
 
 // Links the batch's tail (objects of `obj_size` bytes) to `rest` and
