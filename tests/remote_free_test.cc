@@ -577,9 +577,15 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   const char* what =
       kSanitized ? "peak of roost's bytes_committed - bytes_dirty" : "peak RSS (VmHWM)";
   size_t half = peak.size() / 2;
-  // The highest of each half.
-  long first = *std::max_element(peak.begin(), peak.begin() + half);
-  long last = *std::max_element(peak.begin() + half, peak.end());
+  // The middle run of each half: one run's peak rises with the schedule (a
+  // consumer kept off the CPU while its producers run on, as on a busy
+  // machine), where growth raises most runs of the second half.
+  auto middle = [](std::vector<long> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  long first = middle(std::vector<long>(peak.begin(), peak.begin() + half));
+  long last = middle(std::vector<long>(peak.begin() + half, peak.end()));
   // The figure measures something.
   ASSERT_GT(std::max(first, last), 0);
   // The watcher's peaks, and VmHWM reset before each run, are one sample per
@@ -587,7 +593,7 @@ TEST(RemoteFreeRepeatChild, TenRunsPeakRssLevelsOff) {
   if (kSanitized || per_run) {
     // 1.3x, plus 8 MiB of slack for the small absolute numbers involved.
     EXPECT_LE(last, first * 13 / 10 + 8 * 1024)
-        << what << " per run: the highest of runs " << half + 1 << ".." << peak.size() << " is "
+        << what << " per run: the middle of runs " << half + 1 << ".." << peak.size() << " is "
         << last << " kB, of runs 1.." << half << " " << first << " kB";
   } else {
     // Cumulative: the peak after all runs against the peak after half.
