@@ -21,6 +21,7 @@
 #include "frontend/adoption.h"
 #include "frontend/backpressure.h"
 #include "frontend/offload.h"
+#include "frontend/ownership.h"
 #include "frontend/service.h"
 #include "frontend/slab.h"
 #include "options.h"
@@ -71,7 +72,7 @@ ROOST_RACY_READER void add_slab_free_objects(const ChunkMeta* m, void* totals) {
   if (static_cast<unsigned>(state) < 3) c.by_state[static_cast<unsigned>(state)]++;
   // The owner's record is never freed (pool entries live on), so reading
   // it through a stale owner is safe.
-  auto* owner = static_cast<const Allocator*>(chunk_owner(m));
+  auto* owner = static_cast<const Allocator*>(ownership::owner(m));
   if (owner != nullptr && owner->parked()) c.parked++;
 }
 

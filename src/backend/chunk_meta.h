@@ -43,7 +43,7 @@ inline void* const kNoOwner = nullptr;
 
 struct alignas(64) ChunkMeta {
   // Read by every free.
-  void* owner;  // slab: owning Allocator
+  void* owner;  // slab: owning Allocator (frontend/ownership.h)
   union {
     FreeObject* free_head;  // slab: objects freed into it since last taken
     // Large, huge: the heap profiler's record of the object when it was
@@ -88,38 +88,11 @@ struct alignas(64) ChunkMeta {
 };
 static_assert(sizeof(ChunkMeta) == 64);
 
-// A slab's owner may change while other threads read it (an exited
-// thread's slab adopted by another allocator: frontend/adoption.h), so it
-// is read and written through these, atomically.  A thread that reads the
-// old owner sends the object there, and the old owner forwards it (the
-// message path's rule for a slab that changed hands); the new owner reads
-// its own store; a thread that takes the old owner's allocator later sees
-// the new owner through the pool lock that ordered the change.  Release
-// and acquire: a reader may look into the owner it read (adoption asks
-// whether it is parked), which an adopter may have made just before (its
-// fields written by its constructor, not atomically); plain moves on
-// x86-64, and only slow paths read it so (the free fast path's test,
-// owned_by(), compares the pointer only).
-inline void* chunk_owner(const ChunkMeta* m) {
-  return std::atomic_ref(const_cast<ChunkMeta*>(m)->owner).load(std::memory_order_acquire);
-}
-inline void set_chunk_owner(ChunkMeta* m, const void* owner) {
-  std::atomic_ref(m->owner).store(const_cast<void*>(owner), std::memory_order_release);
-}
-// The free fast path's test: does `allocator` own chunk `m`?  True only for
-// a slab the caller's own allocator owns, which nobody else can give away
-// (only a parked allocator's slabs change hands), so a value read while an
-// adoption changes it is some other allocator either way, and the slow path
-// reads it again with chunk_owner().  A plain load, which the compiler folds
-// into the comparison (an atomic load, which it does not fold, costs the
-// free fast path one instruction); an atomic one where ThreadSanitizer
-// checks the protocol.
-ROOST_INLINE bool owned_by(const ChunkMeta* m, const void* allocator) {
-#if defined(__SANITIZE_THREAD__)
-  return chunk_owner(m) == allocator;
-#else
-  return m->owner == allocator;
-#endif
+// A chunk handed out as a large, huge or zero-size object has no owner:
+// the backend clears the word (release, as frontend/ownership.h writes it;
+// that file reads and changes a slab's owner, and holds the rule).
+inline void set_no_owner(ChunkMeta* m) {
+  std::atomic_ref(m->owner).store(kNoOwner, std::memory_order_release);
 }
 
 // Bytes of a large, dirty or cached chunk's leading pages that may be

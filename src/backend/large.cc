@@ -91,7 +91,7 @@ ChunkMeta* alloc_huge(size_t usable, size_t align) {
     return nullptr;
   }
   set_kind(m, ChunkKind::kHuge);
-  set_chunk_owner(m, kNoOwner);
+  set_no_owner(m);
   m->sample = nullptr;
   m->base = reinterpret_cast<uintptr_t>(p);
   m->large_size = usable;
@@ -113,7 +113,7 @@ unsigned order_for(size_t span) {
 void become_object(ChunkMeta* m, size_t usable) {
   note_dirty(m, usable);
   set_kind(m, ChunkKind::kLarge);
-  set_chunk_owner(m, kNoOwner);
+  set_no_owner(m);
   m->sample = nullptr;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);

@@ -57,7 +57,7 @@ ROOST_SLOW uintptr_t set_up() {
   g_live = static_cast<std::atomic<uint64_t>*>(bits_mem);
   auto* m = new (meta_mem) ChunkMeta();
   set_kind(m, ChunkKind::kZeroSize);
-  set_chunk_owner(m, kNoOwner);
+  set_no_owner(m);
   m->base = reinterpret_cast<uintptr_t>(p);
   pagemap::set_range(m->base, kRange, m);
   g_base.store(m->base, std::memory_order_release);

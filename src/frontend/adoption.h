@@ -13,7 +13,7 @@
 // frees into it as its own.  A free that read the old owner
 // sends the object there, and the old owner's receive forwards it to the
 // new one, as it forwards any batch of a slab it does not own
-// (backend/chunk_meta.h: chunk_owner).  So an exited thread's half-used
+// (frontend/ownership.h).  So an exited thread's half-used
 // slabs fill with its successors' objects, as a shared heap's would.
 // Experimental, off unless ROOST_ADOPT=1 (without it the pool offers
 // nothing and installs no hook).
@@ -29,6 +29,7 @@
 
 #include "backend/chunk_meta.h"
 #include "ds/sizeclass.h"
+#include "frontend/ownership.h"
 
 namespace roost::adoption {
 
@@ -93,7 +94,7 @@ inline bool take(ChunkMeta* m, const void* adopter) {
 // pool checks again under its lock.
 template <typename Allocator>
 inline bool owner_parked(const ChunkMeta* m) {
-  auto* owner = static_cast<const Allocator*>(chunk_owner(m));
+  auto* owner = static_cast<const Allocator*>(ownership::owner(m));
   return owner != nullptr && owner->parked();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <type_traits>
 
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
@@ -18,6 +19,14 @@
 #include "platform/text_section.h"
 
 namespace roost {
+
+// The allocator's layout, for the components below it that find one of
+// its parts from its address (frontend/ownership.h).
+struct AllocatorLayout {
+  static_assert(std::is_standard_layout_v<Allocator>, "offsetof must be defined for it");
+  static constexpr size_t kMessengerOffset = offsetof(Allocator, messenger_);
+};
+const size_t ownership::kMessengerOffset = AllocatorLayout::kMessengerOffset;
 
 // The slow paths the fast paths call reach a service safe point after any
 // step that may have released memory (service::at_safe_point): the thread

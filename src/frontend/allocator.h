@@ -39,6 +39,7 @@
 #include "frontend/chunk_cache.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
+#include "frontend/ownership.h"
 #include "frontend/quarantine.h"
 #include "frontend/sampler.h"
 #include "frontend/size_class_slabs.h"
@@ -154,7 +155,7 @@ class Allocator {
   // ---- free ----
 
   // Does this allocator own slab `m`?  (Large objects have no owner.)
-  ROOST_INLINE bool owns(const ChunkMeta* m) const { return owned_by(m, this); }
+  ROOST_INLINE bool owns(const ChunkMeta* m) const { return ownership::is(m, this); }
   // A sampled small object of class `sc` (refill_sampled()) of any
   // allocator, its sample forgotten, freed by this allocator's thread, which
   // counts the free; free_sampled_chunk(), by a thread without an
@@ -176,7 +177,7 @@ class Allocator {
   [[nodiscard]] ROOST_INLINE bool try_free_local(ChunkMeta* m, void* p,
                                                  const char* where = "free") {
     constexpr bool kExactStart = config::kCheckedFree || config::kDetectDoubleFree;
-    if (ROOST_UNLIKELY(!owned_by(m, this))) return false;
+    if (ROOST_UNLIKELY(!ownership::is(m, this))) return false;
     if (kExactStart && ROOST_UNLIKELY(!slab::is_aligned_object_start(m, p))) return false;
     if (ROOST_UNLIKELY(!slab::is_carved(m, p))) return false;
     if (ROOST_UNLIKELY(!checks::mark_freed(m, p, where))) {
@@ -220,7 +221,7 @@ class Allocator {
   // slab if this allocator owns it, else as try_free_remote() or
   // send_remote() would send it.
   ROOST_INLINE void free_marked(ChunkMeta* m, void* p) {
-    if (owned_by(m, this)) {
+    if (ownership::is(m, this)) {
       free_owned(m, p);
       return;
     }
@@ -430,11 +431,7 @@ class Allocator {
   Sampler sampler_;
   [[no_unique_address]] Quarantine<config::kQuarantine ? config::kQuarantineSlots : 0> quarantine_;
 
-  friend class Messenger;  // Messenger::owner_of, below
+  friend struct AllocatorLayout;  // frontend/allocator.cc: ownership::kMessengerOffset
 };
-
-inline Messenger* Messenger::owner_of(const ChunkMeta* m) {
-  return &static_cast<Allocator*>(chunk_owner(m))->messenger_;
-}
 
 }  // namespace roost

@@ -18,6 +18,7 @@
 #include "frontend/adoption.h"
 #include "frontend/checks.h"
 #include "frontend/offload.h"
+#include "frontend/ownership.h"
 #include "frontend/profile.h"
 #include "frontend/service.h"
 #include "options.h"
@@ -126,7 +127,7 @@ ChunkMeta* give_offered_slab(unsigned sc, const void* adopter) {
 // objects, so it was not released.
 bool give_this_slab(ChunkMeta* m, const void* adopter) {
   if (!g_lock.try_lock()) return false;
-  const void* owner = chunk_owner(m);
+  const void* owner = ownership::owner(m);
   Entry* e = g_pooled;
   while (e != nullptr && &e->allocator != owner) e = e->next_pooled;
   if (e != nullptr) {
@@ -268,7 +269,7 @@ ROOST_COMMON_TEXT bool global_init() {
       ChunkCache::set_shortage_hook(help_pooled);
       g_adoption = options::get(options::kAdopt) != 0;
       if (g_adoption) adoption::set_source({give_offered_slab, give_this_slab});
-      service::install();
+      service::install({parked_mail, drain_parked, look_at_bound_mail});
       // release: publishes the set-up above to the unlocked acquire at the top.
       g_ready.store(true, std::memory_order_release);
     }

@@ -7,6 +7,7 @@
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
 #include "frontend/checks.h"
+#include "frontend/ownership.h"
 #include "options.h"
 #include "platform/memcheck.h"
 #include "platform/os.h"
@@ -77,7 +78,7 @@ void Sorter::add(QueueNode* node) {
   ChunkMeta* m = pagemap::lookup(node);
   // Another allocator's batch (sent here to be forwarded) goes back as it
   // came: the owner forwards it when it receives.
-  if (chunk_owner(m) != owner_) return to_rest(node, node);
+  if (ownership::owner(m) != owner_) return to_rest(node, node);
   if (!reserve_scratch()) {
     result_.overflowed = true;
     return to_rest(node, node);

@@ -2,7 +2,6 @@
 #include "frontend/messenger.h"
 
 #include "ds/counter.h"
-#include "frontend/allocator.h"
 #include "options.h"
 #include "platform/text_section.h"
 

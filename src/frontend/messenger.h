@@ -41,6 +41,7 @@
 #include "frontend/checks.h"
 #include "frontend/mail_sorter.h"
 #include "frontend/outbox.h"
+#include "frontend/ownership.h"
 #include "frontend/remote_cache.h"
 #include "platform/os.h"
 
@@ -67,7 +68,7 @@ struct MessageCounters {
 class Messenger {
  public:
   // `id`: the allocator's; `slab_owner`: what its slabs record as their
-  // owner.
+  // owner (frontend/ownership.h).
   constexpr Messenger(uint32_t id, const void* slab_owner) : slab_owner_(slab_owner), id_(id) {}
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
@@ -179,10 +180,8 @@ class Messenger {
   static const MessageCounters& collected_counters();
 
  private:
-  // The messenger of the allocator that owns slab `m` (defined in
-  // frontend/allocator.h: a slab's record names its allocator, and only the
-  // allocator knows where it keeps its messenger).
-  static Messenger* owner_of(const ChunkMeta* m);
+  // The messenger of the allocator that owns slab `m`.
+  static Messenger* owner_of(const ChunkMeta* m) { return ownership::messenger_of(m); }
   static Messenger* owner_of(QueueNode* node) { return owner_of(pagemap::lookup(node)); }
 
   // Files a message for `dest` under the bucket its id selects at `shift`.
@@ -312,7 +311,7 @@ uint64_t Messenger::receive(bool all, Deliver&& deliver, Restart&& restart) {
     slab_batch::Batch b = slab_batch::open(node, m->obj_size);
     if constexpr (config::kCheckMessages) checks::batch(m, b);
     objects += b.count;
-    if (chunk_owner(m) == mine) {
+    if (ownership::owner(m) == mine) {
       deliver(m, b);
     } else {
       // Sent here because our id shares the owner's low bits, or the slab

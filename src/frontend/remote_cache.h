@@ -39,6 +39,7 @@
 #include "ds/counter.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
+#include "frontend/ownership.h"
 
 namespace roost {
 
@@ -186,7 +187,7 @@ class RemoteCache {
   // batch in another set, and each goes home as a message of its own.
   static unsigned set_of(const ChunkMeta* m) {
     if constexpr (config::kBatchItSetBits == 0) return 0;
-    uint64_t key = reinterpret_cast<uintptr_t>(chunk_owner(m));
+    uint64_t key = reinterpret_cast<uintptr_t>(ownership::owner(m));
     unsigned spread =
         static_cast<unsigned>((key * 0x9E3779B97F4A7C15ull) >> (64 - config::kBatchItSetBits));
     return (m->sizeclass + spread) & (kSets - 1);

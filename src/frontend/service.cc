@@ -20,7 +20,7 @@
 #include "backend/chunk_allocator.h"
 #include "ds/fence.h"
 #include "ds/spinlock.h"
-#include "frontend/allocator_pool.h"
+#include "frontend/messenger.h"
 #include "frontend/offload.h"
 #include "frontend/profile.h"
 #include "options.h"
@@ -85,6 +85,10 @@ uint64_t g_answered = 0;
 // a sleep until a purge is due too (request() wakes the futex).
 std::atomic<void (*)()> g_request_hook{nullptr};
 
+// The pool's work (install()): written once at start-up, before the thread
+// exists (its creation publishes it); read by the thread alone.
+PoolWork g_pool{};
+
 // Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
 std::atomic<uint64_t> g_bytes_purged{0};
@@ -105,7 +109,7 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
 // Work want() announces: anything but a purge that is not yet due.
 bool announced_work_pending() {
   // Relaxed: see g_requests.
-  return g_requests.load(std::memory_order_relaxed) != g_answered || pool::parked_mail() ||
+  return g_requests.load(std::memory_order_relaxed) != g_answered || g_pool.parked_mail() ||
          offload::pending() || Messenger::live_mail_flag() ||
          (!g_main_gone_seen &&
           g_main_gone.load(std::memory_order_relaxed));  // relaxed: see g_main_gone
@@ -123,7 +127,7 @@ uint64_t look_at_mail(uint64_t now) {
   if (period < 1000000u) period = 1000000u;
   if (Messenger::take_live_mail_flag() && g_next_look == 0) g_next_look = now + period;
   if (g_next_look != 0 && now >= g_next_look) {
-    Messenger::Look look = pool::look_at_bound_mail();
+    Messenger::Look look = g_pool.look_at_bound_mail();
     count(g_bytes_collected, look.bytes_purged);
     g_next_look = look.pending ? now + period : 0;
   }
@@ -137,7 +141,7 @@ uint64_t work(uint64_t* moved) {
   LockGuard guard(g_work_lock);
   *moved = offload::serve();
   bool more_mail = false;
-  count(g_drained, pool::drain_parked(&more_mail));
+  count(g_drained, g_pool.drain_parked(&more_mail));
   uint64_t next = UINT64_MAX;
   uint64_t now = os::now_ns();
   count(g_bytes_purged, chunks::purge_due(now, &next));
@@ -386,7 +390,8 @@ ROOST_COMMON_TEXT void start_before_release() {
   start();
 }
 
-ROOST_COMMON_TEXT void install() {
+ROOST_COMMON_TEXT void install(const PoolWork& pool) {
+  g_pool = pool;
   chunks::set_release_hook(want);
   Messenger::set_mail_hook(want);
   uint64_t interval_ms = options::get(options::kStatsInterval);

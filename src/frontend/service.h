@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "ds/bits.h"
+#include "frontend/messenger.h"
 
 namespace roost::service {
 
@@ -54,10 +55,25 @@ ROOST_INLINE void at_safe_point() {
 // released, where a second free of the object must still find it freed.
 ROOST_SLOW void start_before_release();
 
-// Hooks the service into the backend and the pool (at roost's start-up,
-// after the options are read); with ROOST_STATS_INTERVAL set (in the
-// process that reports), asks for the service at the first safe point.
-void install();
+// The allocator pool's work, which the service does on its thread: the
+// pool lies above the service (it installs it), so it hands its work down
+// here rather than the service reaching up for it.
+struct PoolWork {
+  // Could an allocator parked in the pool have mail?
+  bool (*parked_mail)();
+  // Delivers the parked allocators' mail (a bounded amount each); returns
+  // how many had mail; *more: some still have.
+  uint64_t (*drain_parked)(bool* more);
+  // Looks at the mail of every allocator bound to a thread, summed
+  // (Messenger::look_for_neglected_mail).
+  Messenger::Look (*look_at_bound_mail)();
+};
+
+// Hooks the service into the backend and takes the pool's work (at roost's
+// start-up, after the options are read, before the service can start);
+// with ROOST_STATS_INTERVAL set (in the process that reports), asks for
+// the service at the first safe point.
+void install(const PoolWork& pool);
 
 // The timeline's writer: called on the service thread, under its work
 // lock, once per ROOST_STATS_INTERVAL (the first at its start).  Set once,

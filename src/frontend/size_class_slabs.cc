@@ -3,6 +3,7 @@
 #include "frontend/size_class_slabs.h"
 
 #include "backend/pagemap.h"
+#include "frontend/ownership.h"
 #include "platform/text_section.h"
 
 namespace roost {
@@ -141,7 +142,7 @@ void SizeClassSlabs::give_up(ChunkMeta* m, const void* adopter, ChunkCache& cach
   }
   bump_counter(slabs_[sc], ~uint64_t{0});  // minus one
   bytes_held_ -= sizeclass::slab_size(sc);
-  set_chunk_owner(m, adopter);
+  ownership::set(m, adopter);
 }
 
 void SizeClassSlabs::count_adopted(unsigned sc) {

@@ -1,6 +1,7 @@
 // frontend/slab.cc — the slow operations on one slab (frontend/slab.h).
 #include "frontend/slab.h"
 
+#include "frontend/ownership.h"
 #include "platform/asan.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
@@ -32,7 +33,7 @@ ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_
   // carve can use without touching fresh pages.
   uint32_t resident = m->dirty_pages;
   uint32_t pages = static_cast<uint32_t>(sizeclass::slab_size(sc) >> config::kMinPageBits);
-  set_chunk_owner(m, owner);
+  ownership::set(m, owner);
   m->free_head = nullptr;
   m->sizeclass = static_cast<uint8_t>(sc);
   set_kind(m, ChunkKind::kSlab);
@@ -52,7 +53,7 @@ ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_
 
 ROOST_COMMON_TEXT void retire(ChunkMeta* m) {
   pagemap::set_range(m->base, sizeclass::slab_size(m->sizeclass), nullptr);
-  set_chunk_owner(m, nullptr);
+  ownership::set(m, nullptr);
   m->free_head = nullptr;
   m->dirty_pages = m->touched_pages;  // overlays `carved`: read first
   // No class: a BatchIt way may still name this record (RemoteCache keeps

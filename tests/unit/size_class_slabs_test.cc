@@ -17,6 +17,7 @@
 
 #include "backend/chunk_allocator.h"
 #include "backend/pagemap.h"
+#include "frontend/ownership.h"
 #include "frontend/slab.h"
 #include "platform/os.h"
 #include "resident.h"
@@ -336,7 +337,7 @@ TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
   // free objects go with it.
   Fixture adopter(&kAdopter);
   EXPECT_EQ(giver.slabs.give_up(kClass1K, &kAdopter, giver.cache), first);
-  EXPECT_EQ(chunk_owner(first), &kAdopter);
+  EXPECT_EQ(ownership::owner(first), &kAdopter);
   EXPECT_EQ(giver.slabs.slab_count(kClass1K), 2u);
   EXPECT_EQ(giver.slabs.bytes_held(), 2 * sizeclass::slab_size(kClass1K));
   adopter.fast[kClass1K] = adopter.slabs.adopt(first, adopter.cache);
@@ -355,7 +356,7 @@ TEST(SizeClassSlabs, AGivenUpSlabIsTheAdoptersWithItsFreeObjectsAndItsState) {
   // A sleeping slab given up keeps its state: the adopter's frees wake it
   // onto the adopter's available list.
   giver.slabs.give_up(second, &kAdopter, giver.cache);
-  EXPECT_EQ(chunk_owner(second), &kAdopter);
+  EXPECT_EQ(ownership::owner(second), &kAdopter);
   adopter.slabs.adopt_as_is(second, adopter.cache);
   EXPECT_EQ(second->state, SlabState::kSleeping);
   EXPECT_EQ(adopter.slabs.slab_count(kClass1K), 2u);
