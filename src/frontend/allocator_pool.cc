@@ -206,6 +206,33 @@ void postfork(bool child) {
   if (child) Backpressure::after_fork_in_child();
 }
 
+// Full offload's allocator (offload::Backing): the pool's detached
+// allocator, which only the offload lock's holder uses.
+void* offload_acquire() { return acquire_detached(); }
+void* offload_make(void* a, unsigned sc) {
+  auto* s = static_cast<Allocator*>(a);
+  void* p = s->alloc(sc);
+  if (p == nullptr) return nullptr;
+  s->uncount_alloc(sc);
+  // Until a thread takes it, it is kept as a free object (marked; the
+  // secure build checks it then).
+  if constexpr (config::kMarkFreed) checks::note_parked(pagemap::lookup(p), p);
+  return p;
+}
+void offload_unmake(void* a, void* p) {
+  auto* s = static_cast<Allocator*>(a);
+  ChunkMeta* m = pagemap::lookup(p);
+  unsigned sc = m->sizeclass;
+  if (s->owns(m)) checks::not_free_list_head(m, p);
+  // (Marked when the thread gave it to its ring, having checked it there.)
+  s->free_marked(m, p);
+  s->count_free(sc, -1);
+}
+uint64_t offload_settle(void* a) { return static_cast<Allocator*>(a)->settle(); }
+void offload_visit_inbox(void* a) { static_cast<Allocator*>(a)->visit_inbox(); }
+bool offload_has_mail(void* a) { return static_cast<Allocator*>(a)->has_mail(); }
+void offload_release_unused(void* a) { static_cast<Allocator*>(a)->release_unused(); }
+
 void postfork_parent() { postfork(false); }
 void postfork_child() { postfork(true); }
 
@@ -269,7 +296,16 @@ ROOST_COMMON_TEXT bool global_init() {
       ChunkCache::set_shortage_hook(help_pooled);
       g_adoption = options::get(options::kAdopt) != 0;
       if (g_adoption) adoption::set_source({give_offered_slab, give_this_slab});
-      service::install({parked_mail, drain_parked, look_at_bound_mail});
+      service::Work work = {parked_mail, drain_parked, look_at_bound_mail,
+                            nullptr,     nullptr,      nullptr};
+      if (offload::enabled()) {
+        offload::install({offload_acquire, offload_make, offload_unmake, offload_settle,
+                          offload_visit_inbox, offload_has_mail, offload_release_unused});
+        work.serve_offload = offload::serve;
+        work.offload_pending = offload::pending;
+        work.offload_held_here = offload::held_here;
+      }
+      service::install(work);
       // release: publishes the set-up above to the unlocked acquire at the top.
       g_ready.store(true, std::memory_order_release);
     }

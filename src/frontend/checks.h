@@ -301,11 +301,4 @@ void large_intact(const ChunkMeta* m, const char* where);
 // it only reads, and writes its line with write(2).
 void name_access_fault(uintptr_t addr);
 
-// ---- sized frees (secure build) ----
-
-// free_sized(p, size), free_aligned_sized(p, align, size) and sized
-// delete: `size` (and `align`, 0 when none was given) must be ones the
-// object could have been allocated with.
-void sized_free(const void* p, size_t size, size_t align, const char* where);
-
 }  // namespace roost::checks

@@ -9,6 +9,7 @@
 #include "backend/pagemap.h"
 #include "frontend/allocator_pool.h"
 #include "frontend/checks.h"
+#include "frontend/pointer.h"
 
 namespace roost::heap {
 
@@ -107,7 +108,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
 // by the secure build.
 ROOST_INLINE void dealloc_sized(void* p, size_t size, size_t align, const char* where) {
   if constexpr (config::kCheckSizedFree) {
-    if (p != nullptr) checks::sized_free(p, size, align, where);
+    if (p != nullptr) pointer::check_sized_free(p, size, align, where);
   }
   dealloc(p, where);
 }

@@ -19,11 +19,9 @@
 #include <new>
 
 #include "backend/meta_arena.h"
-#include "backend/pagemap.h"
 #include "config.h"
 #include "ds/counter.h"
 #include "ds/spinlock.h"
-#include "frontend/allocator_pool.h"
 #include "frontend/service.h"
 #include "options.h"
 #include "platform/text_section.h"
@@ -77,7 +75,9 @@ SpinLock g_lock;
 __thread bool t_holding __attribute__((tls_model("initial-exec"))) = false;
 Port* g_ports = nullptr;  // attached
 Port* g_spare = nullptr;  // detached, for reuse
-Allocator* g_service_alloc = nullptr;
+// The pool's (install()): set at start-up, before any port exists.
+Backing g_backing{};
+void* g_service_alloc = nullptr;
 // Set (under g_lock) when a thread first gets a port; read unlocked, relaxed,
 // to skip the lock in programs without offload.  A thread's first call for
 // the service comes after it, through service::want()'s fence.
@@ -102,49 +102,25 @@ class Held {
 };
 
 // The service's allocator, made the first time (under g_lock).
-Allocator* service_allocator() {
-  if (g_service_alloc == nullptr) g_service_alloc = pool::acquire_detached();
+void* service_allocator() {
+  if (g_service_alloc == nullptr) g_service_alloc = g_backing.acquire();
   return g_service_alloc;
 }
 
-// An object of class sc for a ring: allocated by the service's allocator and
-// not counted there (it is counted when a thread takes it).  Until a thread
-// takes it, it is kept as a free object (marked; the secure build checks it
-// then).
-void* make(Allocator* s, unsigned sc) {
-  void* p = s->alloc(sc);
-  if (p == nullptr) return nullptr;
-  s->uncount_alloc(sc);
-  if constexpr (config::kMarkFreed) checks::note_parked(pagemap::lookup(p), p);
-  return p;
-}
-
-// An object off a ring, freed by the service's allocator and not counted
-// there: a thread counted it when it left it on its free ring, and an object
-// from an alloc ring was never counted.
-void unmake(Allocator* s, void* p) {
-  ChunkMeta* m = pagemap::lookup(p);
-  unsigned sc = m->sizeclass;
-  if (s->owns(m)) checks::not_free_list_head(m, p);
-  // (Marked when the thread gave it to its ring, having checked it there.)
-  s->free_marked(m, p);
-  s->count_free(sc, -1);
-}
-
 // Carries out the frees on `port`'s free ring.
-uint64_t collect(Port* port, Allocator* s) {
+uint64_t collect(Port* port, void* s) {
   // free_head: relaxed, the service side's own; free_tail: acquire, pairing
   // with give()'s release (the slots it wrote are seen).
   uint32_t h = port->free_head.load(std::memory_order_relaxed);
   uint32_t t = port->free_tail.load(std::memory_order_acquire);
-  for (uint32_t i = h; i != t; i++) unmake(s, port->free_slots[i & (kFreeSlots - 1)]);
+  for (uint32_t i = h; i != t; i++) g_backing.unmake(s, port->free_slots[i & (kFreeSlots - 1)]);
   // release: pairs with give()'s acquire of free_head (the slots are read before reuse).
   if (h != t) port->free_head.store(t, std::memory_order_release);
   return t - h;
 }
 
 // Tops up the rings of the classes `port`'s thread uses.
-uint64_t fill(Port* port, Allocator* s) {
+uint64_t fill(Port* port, void* s) {
   uint64_t moved = 0;
   // Relaxed: see Port::active (service::want()'s fence makes a new bit seen).
   for (uint64_t act = port->active.load(std::memory_order_relaxed); act != 0; act &= act - 1) {
@@ -155,7 +131,7 @@ uint64_t fill(Port* port, Allocator* s) {
     uint32_t h = port->alloc_head[sc].load(std::memory_order_acquire);
     uint32_t start = t;
     while (t - h < kTarget.of[sc]) {
-      void* p = make(s, sc);
+      void* p = g_backing.make(s, sc);
       if (p == nullptr) break;
       port->alloc_slots[sc][t & (kSlots - 1)] = p;
       t++;
@@ -169,14 +145,14 @@ uint64_t fill(Port* port, Allocator* s) {
 
 // Hands back everything on `port`'s alloc rings (the caller is the port's
 // thread: the rings' consumer) and stops filling them.
-void empty_alloc_rings(Port* port, Allocator* s) {
+void empty_alloc_rings(Port* port, void* s) {
   // Relaxed, all: the caller also holds the offload lock (detach, trim), which
   // orders both ends of every ring, and active, against the service's passes.
   port->active.store(0, std::memory_order_relaxed);
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
     uint32_t t = port->alloc_tail[sc].load(std::memory_order_relaxed);
-    for (uint32_t i = h; i != t; i++) unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
+    for (uint32_t i = h; i != t; i++) g_backing.unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
     port->alloc_head[sc].store(t, std::memory_order_relaxed);
     port->alloc_seen[sc] = t;
   }
@@ -215,6 +191,8 @@ ROOST_COMMON_TEXT bool enabled() {
 
 ROOST_COMMON_TEXT bool held_here() { return t_holding; }
 
+ROOST_COMMON_TEXT void install(const Backing& backing) { g_backing = backing; }
+
 ROOST_COMMON_TEXT Port* attach() {
   if (!enabled()) return nullptr;
   Port* port;
@@ -243,7 +221,7 @@ ROOST_COMMON_TEXT void detach(Port* port) {
   Port** link = &g_ports;
   while (*link != port) link = &(*link)->next;
   *link = port->next;
-  if (Allocator* s = service_allocator()) {
+  if (void* s = service_allocator()) {
     empty_alloc_rings(port, s);
     collect(port, s);
   }
@@ -299,7 +277,7 @@ ROOST_COMMON_TEXT uint64_t serve() {
   // Relaxed: see g_any_port (after the idle handshake's fences a new port's store is seen).
   if (!g_any_port.load(std::memory_order_relaxed)) return 0;
   Held held;
-  Allocator* s = service_allocator();
+  void* s = service_allocator();
   if (s == nullptr) return 0;
   uint64_t moved = 0;
   for (Port* port = g_ports; port != nullptr; port = port->next) {
@@ -309,9 +287,9 @@ ROOST_COMMON_TEXT uint64_t serve() {
   // Frees of its objects that came back as mail (a thread's free ring was
   // full); when there was nothing else to do, its outbox goes home too.
   if (moved == 0)
-    s->settle();
+    g_backing.settle(s);
   else
-    s->visit_inbox();
+    g_backing.visit_inbox(s);
   return moved;
 }
 
@@ -319,7 +297,7 @@ ROOST_COMMON_TEXT bool pending() {
   // Relaxed: read behind sleep_until()'s fence, which pairs with want()'s (see g_any_port).
   if (!g_any_port.load(std::memory_order_relaxed)) return false;
   Held held;
-  if (g_service_alloc != nullptr && g_service_alloc->has_mail()) return true;
+  if (g_service_alloc != nullptr && g_backing.has_mail(g_service_alloc)) return true;
   for (Port* port = g_ports; port != nullptr; port = port->next)
     if (port_pending(port)) return true;
   return false;
@@ -329,13 +307,13 @@ void trim(Port* self) {
   // Relaxed: a caller with a port set it itself; other threads' ports are a best effort.
   if (!g_any_port.load(std::memory_order_relaxed)) return;
   Held held;
-  Allocator* s = service_allocator();
+  void* s = service_allocator();
   if (s == nullptr) return;
   if (self != nullptr) empty_alloc_rings(self, s);
   for (Port* port = g_ports; port != nullptr; port = port->next) collect(port, s);
   // Its outbox goes home now, for the pool's settling to deliver; it lets go
   // of what it does not use in settle_service(), which comes after.
-  s->settle();
+  g_backing.settle(s);
 }
 
 uint64_t settle_service() {
@@ -343,8 +321,8 @@ uint64_t settle_service() {
   if (!g_any_port.load(std::memory_order_relaxed)) return 0;
   Held held;
   if (g_service_alloc == nullptr) return 0;
-  uint64_t received = g_service_alloc->settle();
-  g_service_alloc->release_unused();
+  uint64_t received = g_backing.settle(g_service_alloc);
+  g_backing.release_unused(g_service_alloc);
   return received;
 }
 

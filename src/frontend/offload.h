@@ -25,14 +25,38 @@
 
 namespace roost {
 
-class Allocator;
-
 namespace offload {
 
 struct Port;
 
 // Is offload on (options, read at start-up)?
 bool enabled();
+
+// The service side's own allocator, bound to no thread, which allocates
+// what the rings hand out and frees what they bring back: the pool, which
+// knows allocators, hands down what the offload side does with it, at
+// start-up (install(), before any port exists).  `a` is what acquire()
+// returned.
+struct Backing {
+  // An allocator bound to no thread (nullptr when memory runs out).
+  void* (*acquire)();
+  // An object of class `sc` for a ring, not counted as allocated (it is
+  // when a thread takes it), kept marked as free meanwhile; nullptr when
+  // memory runs out.
+  void* (*make)(void* a, unsigned sc);
+  // `p`, off a ring (marked as free), freed and not counted as freed (a
+  // thread counted it when it left it on its free ring; an object of an
+  // alloc ring was never counted).
+  void (*unmake)(void* a, void* p);
+  // Its outbox goes home, its mail is taken (returns the objects
+  // received); visit_inbox takes its mail only.
+  uint64_t (*settle)(void* a);
+  void (*visit_inbox)(void* a);
+  bool (*has_mail)(void* a);
+  // Lets go of what it does not use.
+  void (*release_unused)(void* a);
+};
+void install(const Backing& backing);
 // Does the calling thread hold the offload lock?  (service::start() must
 // not create the thread there: see service.h's safe points.)
 bool held_here();

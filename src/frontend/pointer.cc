@@ -3,7 +3,9 @@
 
 #include "backend/large.h"
 #include "backend/pagemap.h"
+#include "frontend/profile.h"
 #include "platform/error.h"
+#include "platform/os.h"
 #include "platform/text_section.h"
 
 namespace roost::pointer {
@@ -56,6 +58,46 @@ ROOST_COMMON_TEXT Object classify(const void* p, ChunkMeta* m, const char* where
     default:
       not_live(where, p, m, freed_start);
   }
+}
+
+ROOST_SLOW void check_sized_free(const void* p, size_t size, size_t align, const char* where) {
+  // (What is no live object's start is named as the free would name it.)
+  Object o = classify(p, nullptr, where, checks::kDoubleFree);
+  const ChunkMeta* m = o.m;
+  // A small object's class is that of its size and its canary (hardened
+  // build).
+  size_t padded = slack_canary::padded(size);
+  switch (o.kind) {
+    case Kind::kSlab: {
+      // The class of the size given, or (no alignment beyond malloc's:
+      // realloc keeps none) a size realloc shrank the object to in place.
+      bool shrunk = align <= config::kMinAlloc && slab::stays_in_place(m, padded);
+      if (sizeclass::for_aligned(padded, align) != m->sizeclass && !shrunk)
+        checks::fault(where, checks::kSizeMismatch, p, m->obj_size);
+      return;
+    }
+    case Kind::kLarge:
+      break;
+    case Kind::kZeroSize:
+      return;
+  }
+  // A small object the heap profiler sampled (served as a large one): the
+  // sizes of its class.
+  if (m->sample != nullptr) {
+    unsigned sc = profile::sampled_class(m);
+    if (sc < sizeclass::kCount) {
+      if (sizeclass::for_aligned(padded, align) != sc)
+        checks::fault(where, checks::kSizeMismatch, p, sizeclass::kInfo.info[sc].size);
+      return;
+    }
+  }
+  // (A class served as a large object has its class's size: the class of
+  // the size and its canary, as it was allocated.)
+  unsigned sc = sizeclass::for_aligned(padded, align);
+  size_t expected =
+      sc < sizeclass::kCount && large::serves_class(sc) ? sizeclass::to_size(sc) : size;
+  if (large::usable_for(expected, os::page_size()) != m->large_size)
+    checks::fault(where, checks::kSizeMismatch, p, large::usable(m));
 }
 
 }  // namespace roost::pointer

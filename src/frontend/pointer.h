@@ -41,4 +41,10 @@ ROOST_INLINE void slab_object(const ChunkMeta* m, const void* p, const char* whe
 // called `freed_start` (a free: a double free).
 Object classify(const void* p, ChunkMeta* m, const char* where, const char* freed_start);
 
+// Sized frees (secure build): free_sized(p, size), free_aligned_sized(p,
+// align, size) and sized delete.  `size` (and `align`, 0 when none was
+// given) must be ones the object could have been allocated with; else (or
+// when `p` starts no live object) the fault is named.
+ROOST_SLOW void check_sized_free(const void* p, size_t size, size_t align, const char* where);
+
 }  // namespace roost::pointer

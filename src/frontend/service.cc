@@ -21,7 +21,6 @@
 #include "ds/fence.h"
 #include "ds/spinlock.h"
 #include "frontend/messenger.h"
-#include "frontend/offload.h"
 #include "frontend/profile.h"
 #include "options.h"
 #include "platform/asan.h"
@@ -85,9 +84,11 @@ uint64_t g_answered = 0;
 // a sleep until a purge is due too (request() wakes the futex).
 std::atomic<void (*)()> g_request_hook{nullptr};
 
-// The pool's work (install()): written once at start-up, before the thread
-// exists (its creation publishes it); read by the thread alone.
-PoolWork g_pool{};
+// The work of the layers above (install()): written once at start-up,
+// before roost is ready (global_init's release publishes it to every
+// thread, and the service thread is created later).
+Work g_work{};
+bool offload_on() { return g_work.serve_offload != nullptr; }
 
 // Statistics, written by the service thread alone, read by anyone: relaxed.
 std::atomic<uint64_t> g_wakeups{0};
@@ -107,10 +108,10 @@ void count(std::atomic<uint64_t>& c, uint64_t n) {
 }
 
 // Work want() announces: anything but a purge that is not yet due.
-bool announced_work_pending() {
+ROOST_COMMON_TEXT bool announced_work_pending() {
   // Relaxed: see g_requests.
-  return g_requests.load(std::memory_order_relaxed) != g_answered || g_pool.parked_mail() ||
-         offload::pending() || Messenger::live_mail_flag() ||
+  return g_requests.load(std::memory_order_relaxed) != g_answered || g_work.parked_mail() ||
+         (offload_on() && g_work.offload_pending()) || Messenger::live_mail_flag() ||
          (!g_main_gone_seen &&
           g_main_gone.load(std::memory_order_relaxed));  // relaxed: see g_main_gone
 }
@@ -127,7 +128,7 @@ uint64_t look_at_mail(uint64_t now) {
   if (period < 1000000u) period = 1000000u;
   if (Messenger::take_live_mail_flag() && g_next_look == 0) g_next_look = now + period;
   if (g_next_look != 0 && now >= g_next_look) {
-    Messenger::Look look = g_pool.look_at_bound_mail();
+    Messenger::Look look = g_work.look_at_bound_mail();
     count(g_bytes_collected, look.bytes_purged);
     g_next_look = look.pending ? now + period : 0;
   }
@@ -139,9 +140,9 @@ uint64_t look_at_mail(uint64_t now) {
 // rings.
 uint64_t work(uint64_t* moved) {
   LockGuard guard(g_work_lock);
-  *moved = offload::serve();
+  *moved = offload_on() ? g_work.serve_offload() : 0;
   bool more_mail = false;
-  count(g_drained, g_pool.drain_parked(&more_mail));
+  count(g_drained, g_work.drain_parked(&more_mail));
   uint64_t next = UINT64_MAX;
   uint64_t now = os::now_ns();
   count(g_bytes_purged, chunks::purge_due(now, &next));
@@ -181,7 +182,7 @@ void sleep_until(uint64_t next, uint64_t line_due) {
   uint64_t until = next < line_due ? next : line_due;
   if (until != UINT64_MAX && until <= now) return;
   uint64_t timeout = until == UINT64_MAX ? UINT64_MAX : until - now;
-  if (next != UINT64_MAX && !offload::enabled()) {
+  if (next != UINT64_MAX && !offload_on()) {
     os::wait_on(state_word(), kBusy, timeout);
     return;
   }
@@ -244,7 +245,7 @@ ROOST_COMMON_TEXT void* run(void*) {
     }
     // Offload: while threads allocate, it stays awake a while between
     // passes that found nothing, giving way to them.
-    if (offload::enabled() && idle_passes < config::kOffloadIdlePasses) {
+    if (offload_on() && idle_passes < config::kOffloadIdlePasses) {
       idle_passes++;
       os::yield();
       continue;
@@ -354,7 +355,7 @@ ROOST_COMMON_TEXT void want() {
 ROOST_COMMON_TEXT void start() {
   // Not under the offload lock (its holder may be mid-operation on the
   // service's allocator): a later safe point starts it.
-  if (offload::held_here()) return;
+  if (offload_on() && g_work.offload_held_here()) return;
   // Nor while AddressSanitizer starts up (a ROOST_ASAN build serves ld.so's
   // allocations then), whose pthread_create is not ready yet.
   if (asan::starting()) return;
@@ -390,8 +391,8 @@ ROOST_COMMON_TEXT void start_before_release() {
   start();
 }
 
-ROOST_COMMON_TEXT void install(const PoolWork& pool) {
-  g_pool = pool;
+ROOST_COMMON_TEXT void install(const Work& work) {
+  g_work = work;
   chunks::set_release_hook(want);
   Messenger::set_mail_hook(want);
   uint64_t interval_ms = options::get(options::kStatsInterval);

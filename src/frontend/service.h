@@ -55,11 +55,11 @@ ROOST_INLINE void at_safe_point() {
 // released, where a second free of the object must still find it freed.
 ROOST_SLOW void start_before_release();
 
-// The allocator pool's work, which the service does on its thread: the
-// pool lies above the service (it installs it), so it hands its work down
-// here rather than the service reaching up for it.
-struct PoolWork {
-  // Could an allocator parked in the pool have mail?
+// The work the service does on its thread for the layers above it, which
+// hand it down here rather than the service reaching up for it.
+struct Work {
+  // The allocator pool's (frontend/allocator_pool.h).  Could an allocator
+  // parked in the pool have mail?
   bool (*parked_mail)();
   // Delivers the parked allocators' mail (a bounded amount each); returns
   // how many had mail; *more: some still have.
@@ -67,13 +67,20 @@ struct PoolWork {
   // Looks at the mail of every allocator bound to a thread, summed
   // (Messenger::look_for_neglected_mail).
   Messenger::Look (*look_at_bound_mail)();
+  // Full offload's (frontend/offload.h), null when it is off: a pass over
+  // every port (returns the objects moved), whether a pass could find
+  // work, and whether the calling thread holds the offload lock (the
+  // thread is not started there: see the safe points above).
+  uint64_t (*serve_offload)();
+  bool (*offload_pending)();
+  bool (*offload_held_here)();
 };
 
-// Hooks the service into the backend and takes the pool's work (at roost's
-// start-up, after the options are read, before the service can start);
-// with ROOST_STATS_INTERVAL set (in the process that reports), asks for
-// the service at the first safe point.
-void install(const PoolWork& pool);
+// Hooks the service into the backend and takes the work above (at roost's
+// start-up, after the options are read, before roost is ready: its
+// readiness publishes `work`); with ROOST_STATS_INTERVAL set (in the
+// process that reports), asks for the service at the first safe point.
+void install(const Work& work);
 
 // The timeline's writer: called on the service thread, under its work
 // lock, once per ROOST_STATS_INTERVAL (the first at its start).  Set once,

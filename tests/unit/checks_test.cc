@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/chunk_allocator.h"
+#include "frontend/pointer.h"
 #include "frontend/slab.h"
 
 using namespace roost;
@@ -160,11 +161,12 @@ TEST(Checks, AFreeOfItsSlabsFreeListHeadIsADoubleFree) {
 
 TEST(Checks, SizedFreesMustNameTheObjectsSize) {
   CarvedSlab s;
-  checks::sized_free(s.object(1), 48, 0, "free_sized");
-  checks::sized_free(s.object(1), 33, 0, "free_sized");  // the same class
-  checks::sized_free(s.object(1), 48, 16, "free_aligned_sized");
-  EXPECT_DEATH(checks::sized_free(s.object(1), 4096, 0, "free_sized"),
+  pointer::check_sized_free(s.object(1), 48, 0, "free_sized");
+  pointer::check_sized_free(s.object(1), 33, 0, "free_sized");  // the same class
+  pointer::check_sized_free(s.object(1), 48, 16, "free_aligned_sized");
+  EXPECT_DEATH(pointer::check_sized_free(s.object(1), 4096, 0, "free_sized"),
                "free_sized: size mismatch 0x[0-9a-f]+ \\(size class 48 bytes\\)");
-  EXPECT_DEATH(checks::sized_free(s.object(1), 16, 0, "free_sized"), "size mismatch");
-  EXPECT_DEATH(checks::sized_free(s.object(1), 48, 64, "free_aligned_sized"), "size mismatch");
+  EXPECT_DEATH(pointer::check_sized_free(s.object(1), 16, 0, "free_sized"), "size mismatch");
+  EXPECT_DEATH(pointer::check_sized_free(s.object(1), 48, 64, "free_aligned_sized"),
+               "size mismatch");
 }
