@@ -1054,3 +1054,91 @@ TEST(RemoteFree, OwnersThatNapWhileOthersFreeLoseNothing) {
                  std::to_string(snap().service_bytes_collected - before.service_bytes_collected));
   expect_messages_balance(before, offload_on() ? 0 : produced.load(), "napping owners");
 }
+
+// A thread blocked for a moment against one that stays blocked.  The owner
+// allocates, a second thread frees all of it (the owner's mail then holds
+// whole slabs), and the owner blocks on a mutex the test holds.  The test
+// lets it go as soon as the service has sorted the owner's mail (the whole
+// slabs' batches count as received, while the owner, blocked, receives
+// nothing): the slabs were handed back resident, and the owner takes them
+// back with nothing purged (service_bytes_collected has not moved).  Then
+// the same again with the test holding the mutex until the service purges:
+// a thread that stays blocked a purge delay after the sort gives its slabs
+// up.  Needs ROOST_PURGE_DELAY >= 200 (ctest's remote_free.*.blocked_owner):
+// what it asserts holds on every schedule in which the test's thread, and
+// then the owner, run within a purge delay of the sort.
+TEST(RemoteFree, AnOwnerBlockedForAMomentKeepsItsWholeSlabsOneThatStaysBlockedGivesThemUp) {
+  REQUIRE_ROOST();
+  SKIP_UNDER_OFFLOAD();  // its objects would be the service allocator's
+  if (!service_on()) GTEST_SKIP() << "needs the service thread";
+  const char* delay = getenv("ROOST_PURGE_DELAY");
+  if (delay == nullptr || strtoull(delay, nullptr, 10) < 200)
+    GTEST_SKIP() << "needs ROOST_PURGE_DELAY >= 200 (ms)";
+  if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
+  const size_t kObjects = kSanitized ? 10000 : 20000;
+  std::mutex gate[2];
+  std::atomic<int> blocked{-1}, awake{-1};
+  std::string error;
+  struct roost_stats at_block[2], at_sort{}, after_wake{}, at_purge{};
+  bool sorted = false, purged = false;
+  on_worker([&] {
+    gate[0].lock();
+    gate[1].lock();
+    std::thread owner([&] {
+      std::mt19937_64 rng(57);
+      for (int phase = 0; phase < 2; phase++) {
+        std::vector<Tagged> objects = allocate_tagged(kObjects, 30 + phase, rng);
+        if (objects.size() != kObjects && error.empty()) error = "allocation failed";
+        std::thread freer([&] {
+          for (const Tagged& o : objects) t_free(o.p);
+        });
+        freer.join();  // its exit posts every batch to this thread's inbox
+        blocked.store(phase);
+        gate[phase].lock();  // blocked: the test holds it
+        gate[phase].unlock();
+        // Awake: the allocations take the whole slabs back.
+        std::vector<Tagged> again = allocate_tagged(kObjects, 40 + phase, rng);
+        for (const Tagged& o : again) {
+          std::string e = verify_object(o.p, o.size, o.tag);
+          if (!e.empty() && error.empty()) error = "reallocated " + e;
+          t_free(o.p);
+        }
+        awake.store(phase);
+      }
+    });
+    auto wait_for = [](const std::atomic<int>& flag, int phase) {
+      while (flag.load() < phase) std::this_thread::sleep_for(milliseconds(1));
+    };
+    // Phase 0: let the owner go as soon as its mail is sorted.
+    wait_for(blocked, 0);
+    at_block[0] = snap();
+    for (int i = 0; i < 30000 && !sorted; i++) {
+      std::this_thread::sleep_for(milliseconds(1));
+      at_sort = snap();
+      sorted = at_sort.slab_batches_received > at_block[0].slab_batches_received;
+    }
+    gate[0].unlock();
+    wait_for(awake, 0);
+    after_wake = snap();
+    // Phase 1: keep it blocked until the service purges.
+    wait_for(blocked, 1);
+    at_block[1] = snap();
+    for (int i = 0; i < 30000 && !purged; i++) {
+      std::this_thread::sleep_for(milliseconds(1));
+      at_purge = snap();
+      purged = at_purge.service_bytes_collected > at_block[1].service_bytes_collected;
+    }
+    gate[1].unlock();
+    owner.join();
+  });
+  ASSERT_EQ(error, "");
+  ASSERT_TRUE(sorted) << "the service never sorted the blocked owner's mail: "
+                      << describe_messages(at_sort);
+  EXPECT_EQ(at_sort.service_bytes_collected, at_block[0].service_bytes_collected)
+      << "the sort purged the slabs of a thread blocked for a moment";
+  EXPECT_EQ(after_wake.service_bytes_collected, at_block[0].service_bytes_collected)
+      << "the owner, back within a purge delay, found its slabs purged";
+  EXPECT_TRUE(purged) << "a thread blocked for good kept its whole slabs";
+  RecordProperty("bytes_collected", std::to_string(at_purge.service_bytes_collected -
+                                                   at_block[1].service_bytes_collected));
+}

@@ -296,7 +296,8 @@ def run(opts, ap, table, argv):
                        for a in allocs],
         "workloads": [{"key": w.key, "label": w.label, "program": w.program, "args": w.args,
                        "field": w.field, "work": w.work, "threads": w.threads,
-                       "sweep": w.sweep, "live": w.live, "stresses": w.stresses,
+                       "sweep": w.sweep, "live": w.live, "live_label": w.live_label,
+                       "cpu": w.cpu, "stresses": w.stresses,
                        "kind": getattr(w, "kind", "bench"),
                        "tree": programs.tree_text(w) if is_program(w) else None,
                        "package": getattr(w, "package", None)}

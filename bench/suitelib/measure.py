@@ -86,7 +86,8 @@ def run_process(argv, lib, env, timeout, cwd=None, debug=None):
     the subreaper launch above, in folder cwd; debug: LD_DEBUG_OUTPUT's prefix for
     LD_DEBUG=files,bindings. Returns a dict: exit, timed_out, stdout, stderr, maxrss_kib
     (wait4's ru_maxrss: the process's own peak, or its largest waited-for child's), wall_s,
-    cpu_s (its own and its waited-for children's)."""
+    cpu_s (its own and its waited-for children's user + system time), sys_s (their system
+    time)."""
     with tempfile.TemporaryDirectory(prefix="roost-suite-") as tmp:
         outp, errp = os.path.join(tmp, "out"), os.path.join(tmp, "err")
         t0 = time.monotonic()
@@ -127,7 +128,7 @@ def run_process(argv, lib, env, timeout, cwd=None, debug=None):
             stderr = f.read()
     return {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "stdout": stdout,
             "stderr": stderr, "maxrss_kib": usage.ru_maxrss, "wall_s": wall,
-            "cpu_s": usage.ru_utime + usage.ru_stime}
+            "cpu_s": usage.ru_utime + usage.ru_stime, "sys_s": usage.ru_stime}
 
 
 def exit_reason(p, timeout):
@@ -147,7 +148,7 @@ def run_once(binary, args, alloc, timeout):
     p = run_process([binary] + args, lib, run_env(None, alloc.env), timeout)
     rep = parse_report(p["stdout"])
     res = {"ok": False, "reason": None, "report": rep, "maxrss_kib": p["maxrss_kib"],
-           "wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "exit": p["exit"]}
+           "wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "sys_s": p["sys_s"], "exit": p["exit"]}
     tail = (p["stderr"].strip().splitlines() or [""])[-1][:200]
     res["reason"] = exit_reason(p, timeout)
     if res["reason"] is None and rep.get("verify") != "ok":
@@ -214,7 +215,7 @@ def run_row(c, a, rep, binary, r):
            "maxrss_kib": r["maxrss_kib"],
            "vmhwm_kib": int(to_float(rp.get("vmhwm_kib")) or -1),
            "live_kib": live, "process_wall_s": round(r["wall_s"], 4),
-           "cpu_s": round(r["cpu_s"], 4),
+           "cpu_s": round(r["cpu_s"], 4), "sys_s": round(r.get("sys_s", 0.0), 4),
            "preload": rel(a.lib) if a.lib else "",
            "env": " ".join(f"{k}={v}" for k, v in sorted(a.env.items())),
            "malloc_from": rp.get("malloc_from", ""),

@@ -179,7 +179,8 @@ def run_program(wl, args, alloc, timeout, check_preload=False, reference=False):
                                 timeout, cwd=run_dir,
                                 debug=os.path.join(debug_dir, "ld") if debug_dir else None)
         res = {"ok": False, "reason": None, "maxrss_kib": p["maxrss_kib"],
-               "wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "exit": p["exit"], "facts": {},
+               "wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "sys_s": p["sys_s"], "exit": p["exit"],
+               "facts": {},
                "command": wl.command(args), "processes": []}
         provider = ""
         reason = measure.exit_reason(p, timeout)

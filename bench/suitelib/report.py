@@ -35,11 +35,13 @@ def summarize(results):
                 rss = [r["maxrss_kib"] for r in good]
                 secs = [r["seconds"] for r in good if r["seconds"] is not None]
                 cpu = [r["cpu_s"] for r in good if r.get("cpu_s") is not None]
+                sys_s = [r["sys_s"] for r in good if r.get("sys_s") is not None]
                 s.update(figure_median=statistics.median(fig), figure_min=min(fig),
                          figure_max=max(fig), rss_median_kib=statistics.median(rss),
                          rss_min_kib=min(rss), rss_max_kib=max(rss),
                          seconds_median=statistics.median(secs) if secs else None,
-                         cpu_median_s=statistics.median(cpu) if cpu else None)
+                         cpu_median_s=statistics.median(cpu) if cpu else None,
+                         sys_median_s=statistics.median(sys_s) if sys_s else None)
                 live = [r["live_kib"] for r in good if r.get("live_kib")]
                 if live:
                     s["live_median_kib"] = statistics.median(live)
@@ -327,13 +329,19 @@ def case_table(w, c, names, missing, summary, broken):
     # A real program's CPU time (its tree's user + system): steadier than its wall time on a
     # shared machine, where the other jobs' load stretches the wall time.
     cpu = w.get("kind") == "program"
+    # A workload that asks for it shows its CPU and system time (what the allocator costs in
+    # the kernel: page faults, madvise, futexes).
+    sys_shown = bool(w.get("cpu")) and not cpu
     shown = c.get("command") or f"bench_{w['program']} {' '.join(c['args'])}"
     out = ["", f"#### {c['label']}", "", f"`{shown}`", ""]
     head = (f"| allocator | {pre}{unit} median (min–max) | × best | time s |"
-            + (" CPU s |" if cpu else "") + " peak RSS MiB median (min–max) | × lowest |")
-    rule = "|---|---:|---:|---:|" + ("---:|" if cpu else "") + "---:|---:|"
+            + (" CPU s |" if cpu else "") + (" CPU s | sys s |" if sys_shown else "")
+            + " peak RSS MiB median (min–max) | × lowest |")
+    rule = ("|---|---:|---:|---:|" + ("---:|" if cpu else "") + ("---:|---:|" if sys_shown else "")
+            + "---:|---:|")
     if live:
-        head += " peak live MiB | RSS ÷ live |"
+        label = w.get("live_label") or "peak live"
+        head += f" {label} MiB | RSS ÷ {label.split()[-1]} |"
         rule += "---:|---:|"
     out += [head, rule]
     ncols = head.count("|") - 2
@@ -357,6 +365,9 @@ def case_table(w, c, names, missing, summary, broken):
         row = (f"| {bold}{n}{bold} | {fig} | {s['figure_vs_best']:.2f} | {secs} | "
                + ((f"{s['cpu_median_s']:.3f} | " if s.get("cpu_median_s") is not None
                    else "? | ") if cpu else "")
+               + ((f"{s['cpu_median_s']:.3f} | {s['sys_median_s']:.3f} | "
+                   if s.get("cpu_median_s") is not None and s.get("sys_median_s") is not None
+                   else "? | ? | ") if sys_shown else "")
                + f"{rss} | {s['rss_vs_lowest']:.2f} |")
         if live:
             lv = s.get("live_median_kib")
@@ -370,11 +381,11 @@ def case_table(w, c, names, missing, summary, broken):
 
 RUN_COLUMNS = ["case", "workload", "threads", "label", "allocator", "rep", "ok", "reason",
                "figure", "figure_field", "seconds", "maxrss_kib", "vmhwm_kib", "live_kib",
-               "process_wall_s", "cpu_s", "preload", "env", "malloc_from", "command"]
+               "process_wall_s", "cpu_s", "sys_s", "preload", "env", "malloc_from", "command"]
 SUMMARY_COLUMNS = ["case", "allocator", "runs", "failed", "figure_median", "figure_min",
                    "figure_max", "figure_vs_best", "time_vs_best", "seconds_median", "cpu_median_s",
                    "rss_median_kib", "rss_min_kib", "rss_max_kib", "rss_vs_lowest",
-                   "live_median_kib"]
+                   "live_median_kib", "sys_median_s"]
 
 
 def write_files(results, summary, out_dir):
@@ -389,7 +400,7 @@ def write_files(results, summary, out_dir):
         wr = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
         wr.writeheader()
         for r in results["runs"]:
-            wr.writerow({k: r[k] for k in RUN_COLUMNS})
+            wr.writerow({k: r.get(k) for k in RUN_COLUMNS})
     sum_csv = os.path.join(out_dir, "suite-summary.csv")
     with open(sum_csv, "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")

@@ -28,17 +28,21 @@ class Workload:
     are given (--full, --threads); a workload with a thread parameter but
     sweep=False is swept only when named in --workloads. min_threads: the
     smallest count the program takes. live: a field of the report with the
-    program's peak live KiB (frag), shown next to the peak RSS. stresses: one
-    line for the tables.
+    program's peak live KiB (frag), or the bound it keeps its memory within
+    (sharedcache's budget), shown next to the peak RSS; live_label: what that
+    field is, in the table's heading ("peak live", "budget"). cpu: the tables
+    also show the run's CPU and system time. stresses: one line for the tables.
     """
 
     def __init__(self, key, label, program, args, field, work, threads=None, sets=("full",),
-                 sweep=None, min_threads=1, live=None, stresses=""):
+                 sweep=None, min_threads=1, live=None, live_label="peak live", cpu=False,
+                 stresses=""):
         self.key, self.label, self.program = key, label, program
         self.args, self.field, self.work, self.threads = list(args), field, work, threads
         self.sets = sets
         self.sweep = (threads is not None) if sweep is None else sweep
         self.min_threads, self.live, self.stresses = min_threads, live, stresses
+        self.live_label, self.cpu = live_label, cpu
 
     @property
     def binary_name(self):
@@ -131,6 +135,12 @@ WORKLOADS = [
     Workload("symmetric-b1", f"symmetric swap, {R}, batch 1", "symmetric",
              ["-t", "4", "-r", "100000", "-b", "1"], "ops_per_sec", "-r",
              stresses="exchange of single objects"),
+    Workload("sharedcache", "shared cache: LRU hash map in 16 locked shards, 64 MiB budget, "
+             "values 1..4 KiB", "sharedcache", ["-t", "4", "-n", "250000"], "ops_per_sec", "-n",
+             threads="t", min_threads=2, sets=("default", "full"), live="budget_kib",
+             live_label="budget", cpu=True,
+             stresses="any thread evicts what another inserted: KiB values freed remotely, "
+                      "peak RSS against the cache's budget"),
     # --- classic multithreaded allocator benchmarks -------------------------------------------
     Workload("larson", "larson server simulation, 16..1024 B", "larson",
              ["-t", "4", "-g", "20", "-n", "150000"], "ops_per_sec", "-n", threads="t",

@@ -320,7 +320,9 @@ class Allocator {
   bool parked() const { return messenger_.parked(); }
   // The service thread's look at this allocator's mail (see
   // Messenger::look_for_neglected_mail).
-  Messenger::Look look_for_neglected_mail() { return messenger_.look_for_neglected_mail(); }
+  Messenger::Look look_for_neglected_mail(uint64_t now, uint64_t delay_ns) {
+    return messenger_.look_for_neglected_mail(now, delay_ns);
+  }
 
   // For statistics (read from other threads, approximately).
   const ClassCounters& class_counters() const { return counters_; }

@@ -378,14 +378,14 @@ ROOST_COMMON_TEXT uint64_t drain_parked(bool* more) {
   return drained;
 }
 
-ROOST_COMMON_TEXT Messenger::Look look_at_bound_mail() {
+ROOST_COMMON_TEXT Messenger::Look look_at_bound_mail(uint64_t now, uint64_t delay_ns) {
   // The list of all is read unlocked (entries are never freed); parked
   // allocators are skipped by the look itself.
   Messenger::Look total;
   // acquire, both: as in visit_all (pairs with acquire()'s release of g_all).
   for (Entry* e = g_all.load(std::memory_order_acquire); e != nullptr;
        e = e->next_all.load(std::memory_order_acquire)) {
-    Messenger::Look look = e->allocator.look_for_neglected_mail();
+    Messenger::Look look = e->allocator.look_for_neglected_mail(now, delay_ns);
     total.pending |= look.pending;
     total.whole_slabs += look.whole_slabs;
     total.bytes_purged += look.bytes_purged;

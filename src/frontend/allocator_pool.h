@@ -73,7 +73,7 @@ bool parked_mail();
 
 // For the service thread: looks at the mail of every allocator bound to a
 // thread (Allocator::look_for_neglected_mail), summed.
-Messenger::Look look_at_bound_mail();
+Messenger::Look look_at_bound_mail(uint64_t now, uint64_t delay_ns);
 
 // for_each() without the template: fn(allocator, context).
 void visit_all(void (*fn)(const Allocator&, void*), void* context);

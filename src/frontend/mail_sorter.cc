@@ -104,21 +104,18 @@ void Sorter::add(QueueNode* node) {
 }
 
 Result Sorter::finish() {
-  bool zero = options::get(options::kPurgeZero) != 0;
   for (uint32_t u = 0; u < used_; u++) {
     Group& g = g_table[g_used[u]];
     ChunkMeta* m = g.slab;
     unsigned sc = m->sizeclass;
     if (g.objects == sizeclass::kInfo.info[sc].capacity) {
       // Every object of the slab is in this mail: none is anywhere else.
-      size_t bytes = sizeclass::slab_size(sc);
-      bool purged = os::purge(reinterpret_cast<void*>(m->base), bytes, zero);
+      // Handed back resident: purge_whole() purges it if it waits.
       if (result_.whole == nullptr) result_.whole_last = m;
-      result_.whole = link_whole(m, result_.whole, purged && zero);
+      result_.whole = link_whole(m, result_.whole, 0);
       result_.whole_slabs++;
       result_.whole_batches += g.batches;
       result_.whole_objects += g.objects;
-      if (purged) result_.bytes_purged += bytes;
     } else {
       // Objects still out (or, past the capacity, a double free the owner
       // meets as it would have): returned as they came.
@@ -132,6 +129,21 @@ Result Sorter::finish() {
     used_ = 0;
   }
   return result_;
+}
+
+uint64_t purge_whole(ChunkMeta* whole) {
+  bool zero = options::get(options::kPurgeZero) != 0;
+  uint64_t bytes_purged = 0;
+  for (ChunkMeta* m = whole; m != nullptr; m = next_whole(m)) {
+    if ((whole_bits(m) & kPurged) != 0) continue;
+    size_t bytes = sizeclass::slab_size(m->sizeclass);
+    bool purged = os::purge(reinterpret_cast<void*>(m->base), bytes, zero);
+    // Marked purged even where the OS refused: the next look does not try
+    // again (the owner restarts it as not zeroed).
+    link_whole(m, next_whole(m), kPurged | (purged && zero ? kZeroed : 0));
+    if (purged) bytes_purged += bytes;
+  }
+  return bytes_purged;
 }
 
 }  // namespace roost::mail_sorter

@@ -77,7 +77,8 @@ ROOST_COMMON_TEXT bool Messenger::live_mail_flag() {
   return g_live_mail.load(std::memory_order_relaxed);
 }
 
-ROOST_COMMON_TEXT Messenger::Look Messenger::look_for_neglected_mail() {
+ROOST_COMMON_TEXT Messenger::Look Messenger::look_for_neglected_mail(uint64_t now,
+                                                                     uint64_t delay_ns) {
   Look look;
   // Relaxed: a hint (a stale answer costs one look; the inbox's flag
   // decides who consumes).
@@ -87,23 +88,35 @@ ROOST_COMMON_TEXT Messenger::Look Messenger::look_for_neglected_mail() {
     return look;
   }
   uint64_t receives = receives_.load(std::memory_order_relaxed);  // relaxed: the inbox is held
+  // Whole slabs an earlier sort handed back: the owner takes them only
+  // holding the inbox, so they stay while we hold it (relaxed: the hold's
+  // acquire, and its release for the owner, order the links).  Gone: the
+  // owner took them.  Still there a purge delay on: it has not received
+  // for that long, and they are purged.
+  ChunkMeta* whole = whole_slabs_.load(std::memory_order_relaxed);
+  if (whole == nullptr) {
+    whole_unpurged_ = false;
+  } else if (whole_unpurged_ && now - whole_since_ >= delay_ns) {
+    look.bytes_purged += mail_sorter::purge_whole(whole);
+    whole_unpurged_ = false;
+  }
   // Mail not sorted yet: new in the inbox, or left over by a sort that ran
   // out of table.
   bool unsorted = inbox_.maybe_nonempty() || sort_again_;
   // It was there at the last look, and the owner has not received since:
   // it has waited a whole period.
   if (unsorted && seen_mail_ && receives == seen_receives_) {
-    sort_mail(&look);
+    sort_mail(&look, now);
     unsorted = inbox_.maybe_nonempty() || sort_again_;
   }
   seen_receives_ = receives;
   seen_mail_ = unsorted;
   release_inbox();
-  look.pending = unsorted;
+  look.pending = unsorted || whole_unpurged_;
   return look;
 }
 
-void Messenger::sort_mail(Look* look) {
+void Messenger::sort_mail(Look* look, uint64_t now) {
   mail_sorter::Sorter sorter(slab_owner_);
   // What the last sort kept, and everything posted since (a batch whose
   // producer is mid-enqueue stays for the next look).
@@ -115,18 +128,21 @@ void Messenger::sort_mail(Look* look) {
   sort_again_ = r.overflowed && r.whole_slabs != 0;
   if (r.whole != nullptr) {
     // release: the owner's acquire exchange sees the links written here
-    // and the purge done before (a failed try only reloads the head).
+    // (a failed try only reloads the head).
     ChunkMeta* head = whole_slabs_.load(std::memory_order_relaxed);
     do {
       mail_sorter::relink_last(r.whole_last, head);
     } while (!whole_slabs_.compare_exchange_weak(head, r.whole, std::memory_order_release,
                                                  std::memory_order_relaxed));
+    // A new list waits from now; slabs joining one the owner has not
+    // taken wait with it, from its start (the owner has not received since).
+    if (head == nullptr || !whole_unpurged_) whole_since_ = now;
+    whole_unpurged_ = true;
     add_shared_counter(g_collected.messages_received, r.whole_objects);
     add_shared_counter(g_collected.slab_batches_received, r.whole_batches);
     add_shared_counter(g_collected.inbox_drains, 1);
   }
   look->whole_slabs += r.whole_slabs;
-  look->bytes_purged += r.bytes_purged;
 }
 
 void MessageCounters::add(const MessageCounters& from) {

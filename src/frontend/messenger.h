@@ -129,16 +129,20 @@ class Messenger {
 
   // What one look at an inbox did.
   struct Look {
-    bool pending = false;      // mail it has not sorted yet: look again
-    uint64_t whole_slabs = 0;  // slabs found whole and handed back
-    uint64_t bytes_purged = 0;
+    bool pending = false;       // mail it has not sorted, or whole slabs not purged: look again
+    uint64_t whole_slabs = 0;   // slabs found whole and handed back
+    uint64_t bytes_purged = 0;  // of whole slabs that waited `delay_ns` unclaimed
   };
   // Looks at the inbox of an allocator bound to a thread, once per purge
   // delay or so: when mail waited there since the last look and the thread
-  // has not received since, sorts it all (frontend/mail_sorter.h).  Skips
-  // the inbox while its owner holds it, and parked allocators.  Only the
-  // service calls it (its fields are the service's).
-  Look look_for_neglected_mail();
+  // has not received since, sorts it all (frontend/mail_sorter.h) and hands
+  // the slabs it finds whole back to the owner, resident.  When those have
+  // waited `delay_ns` (the purge delay in force) since, not taken (the
+  // owner has not received for that long: it sleeps, it was not blocked
+  // for a moment), purges them.  `now`: os::now_ns().  Skips the inbox
+  // while its owner holds it, and parked allocators.  Only the service
+  // calls it (its fields are the service's).
+  Look look_for_neglected_mail(uint64_t now, uint64_t delay_ns);
   // Was mail posted to an allocator bound to a thread since the last call?
   // (A post sets the flag and calls the mail hook when it was clear.)
   static bool take_live_mail_flag();
@@ -223,7 +227,7 @@ class Messenger {
   // release: hands what this holder wrote to the next.
   void release_inbox() { inbox_held_.store(false, std::memory_order_release); }
   // look_for_neglected_mail()'s sort, the inbox held.
-  void sort_mail(Look* look);
+  void sort_mail(Look* look, uint64_t now);
   // The next batch to receive, the inbox held: the sorted ones first.
   QueueNode* next_batch() {
     // Relaxed, here and below: the inbox is held (hold_inbox's acquire).
@@ -255,8 +259,12 @@ class Messenger {
   std::atomic<QueueNode*> sorted_first_{nullptr};
   // The service's own: what its last look saw.
   uint64_t seen_receives_ = 0;
-  bool seen_mail_ = false;           // unsorted mail (or a sort to finish)
-  bool sort_again_ = false;          // its last sort ran out of table
+  bool seen_mail_ = false;   // unsorted mail (or a sort to finish)
+  bool sort_again_ = false;  // its last sort ran out of table
+  // Whole slabs handed back and not purged wait in whole_slabs_ (which
+  // the owner has not taken since whole_since_, when the list was started).
+  bool whole_unpurged_ = false;
+  uint64_t whole_since_ = 0;
   std::atomic<bool> parked_{false};  // relaxed, behind full fences (set_parked, deliver)
   Outbox outbox_;
   RemoteCache remote_cache_;

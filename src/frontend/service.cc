@@ -121,14 +121,17 @@ bool work_pending() { return chunks::dirty_bytes() != 0 || announced_work_pendin
 // Looks at bound allocators' mail one purge delay after mail was posted,
 // and again a delay later while some of it waits: mail that waits a whole
 // delay with its thread not receiving is sorted into whole slabs
-// (frontend/mail_sorter.h).  Returns when the next look is due, or
-// UINT64_MAX.
+// (frontend/mail_sorter.h), handed back resident; those the thread has not
+// taken a purge delay later (the delay in force, stretched while the
+// program faults back in what was purged) are purged: a thread blocked for
+// a moment gets them back as they were, one that sleeps gives them up.
+// Returns when the next look is due, or UINT64_MAX.
 uint64_t look_at_mail(uint64_t now) {
   uint64_t period = options::get(options::kPurgeDelayMs) * 1000000u;
   if (period < 1000000u) period = 1000000u;
   if (Messenger::take_live_mail_flag() && g_next_look == 0) g_next_look = now + period;
   if (g_next_look != 0 && now >= g_next_look) {
-    Messenger::Look look = g_work.look_at_bound_mail();
+    Messenger::Look look = g_work.look_at_bound_mail(now, chunks::purge_delay_now_ns());
     count(g_bytes_collected, look.bytes_purged);
     g_next_look = look.pending ? now + period : 0;
   }

@@ -5,8 +5,10 @@
 // backend calls do when they come then, but also while it sleeps),
 // delivers the mail of allocators parked in the pool (their threads
 // exited), whose emptied slabs then go back to the backend, and sorts the
-// mail of threads that have not received theirs for a purge delay, purging
-// the slabs it finds whole there (frontend/mail_sorter.h).  It starts the
+// mail of threads that have not received theirs for a purge delay into
+// whole slabs, handed back resident and purged only if they wait a further
+// purge delay unclaimed (frontend/mail_sorter.h): a thread blocked for a
+// moment takes them back without faulting them in.  It starts the
 // first time there is such work (never in a program that releases nothing),
 // sleeps on a futex without a time limit when there is none, and is stopped
 // when roost's code goes away (exit, or dlclose of a plugin that embeds
@@ -64,9 +66,10 @@ struct Work {
   // Delivers the parked allocators' mail (a bounded amount each); returns
   // how many had mail; *more: some still have.
   uint64_t (*drain_parked)(bool* more);
-  // Looks at the mail of every allocator bound to a thread, summed
+  // Looks at the mail of every allocator bound to a thread at `now`
+  // (os::now_ns), with the purge delay in force, summed
   // (Messenger::look_for_neglected_mail).
-  Messenger::Look (*look_at_bound_mail)();
+  Messenger::Look (*look_at_bound_mail)(uint64_t now, uint64_t delay_ns);
   // Full offload's (frontend/offload.h), null when it is off: a pass over
   // every port (returns the objects moved), whether a pass could find
   // work, and whether the calling thread holds the offload lock (the
@@ -123,7 +126,7 @@ struct Counters {
   uint64_t wakeups;             // times it woke up and looked for work
   uint64_t bytes_purged;        // released memory it purged
   uint64_t allocators_drained;  // parked allocators whose mail it delivered
-  uint64_t bytes_collected;     // slabs it found whole in sleeping threads' mail
+  uint64_t bytes_collected;     // whole slabs of sleeping threads' mail it purged
   bool running;                 // the thread is at work (not stopped)
 };
 Counters counters();

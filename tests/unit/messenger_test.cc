@@ -6,6 +6,7 @@
 #include "frontend/messenger.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <memory>
@@ -30,6 +31,21 @@ std::unique_ptr<Allocator> make(uint32_t id) {
   auto a = std::make_unique<Allocator>(id);
   a->attach();
   return a;
+}
+
+// The service's look at `a`'s inbox at the made-up time `now` (ns), with a
+// purge delay of kDelayNs.
+constexpr uint64_t kDelayNs = 1000000;
+Messenger::Look look(Allocator& a, uint64_t now) {
+  return a.look_for_neglected_mail(now, kDelayNs);
+}
+
+// Is the page holding `p` resident (mincore)?
+bool resident(const void* p) {
+  uintptr_t page = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{4096} - 1);
+  unsigned char in = 0;
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(page), 1, &in), 0);
+  return (in & 1) != 0;
 }
 
 std::vector<void*> alloc_n(Allocator& a, size_t n) {
@@ -160,7 +176,8 @@ TEST(Messenger, MessagesForAnIdSharingTheBucketBitsAreForwardedHome) {
 // The service thread's look at an inbox (Messenger::look_for_neglected_mail),
 // made here by hand: mail that waited from one look to the next with its
 // owner not receiving is sorted; slabs all of whose objects are in it are
-// purged and handed back, the rest is kept, sorted, for the owner.
+// handed back, resident, and purged once they have waited a purge delay
+// untaken; the rest is kept, sorted, for the owner.
 TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   ScopedOption zero(options::kPurgeZero, 1);
   constexpr uint32_t kCapacity = sizeclass::kInfo.info[kClass].capacity;
@@ -179,18 +196,28 @@ TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   send_home(*freer, objects);
   ASSERT_TRUE(owner->has_mail());
 
-  // The first look only notes the mail; the second sorts it.
-  Messenger::Look first = owner->look_for_neglected_mail();
+  // The first look only notes the mail; the second sorts it and hands the
+  // whole slabs back, resident (looked at again until purged or taken).
+  Messenger::Look first = look(*owner, 0);
   EXPECT_TRUE(first.pending);
   EXPECT_EQ(first.whole_slabs, 0u);
-  Messenger::Look second = owner->look_for_neglected_mail();
+  Messenger::Look second = look(*owner, 1);
   EXPECT_EQ(second.whole_slabs, 3u);
-  EXPECT_EQ(second.bytes_purged, 3 * sizeclass::slab_size(kClass));
-  EXPECT_FALSE(second.pending);
-  // Purged: the first slab's objects read as zero now.
+  EXPECT_EQ(second.bytes_purged, 0u);
+  EXPECT_TRUE(second.pending);
+  // Within the purge delay: left as they are.
+  EXPECT_EQ(look(*owner, kDelayNs).bytes_purged, 0u);
+  // A purge delay on, still untaken: purged, and the first slab's objects
+  // read as zero now.
+  Messenger::Look third = look(*owner, 1 + kDelayNs);
+  EXPECT_EQ(third.whole_slabs, 0u);
+  EXPECT_EQ(third.bytes_purged, 3 * sizeclass::slab_size(kClass));
+  EXPECT_FALSE(third.pending);
   EXPECT_EQ(*static_cast<uint64_t*>(objects[kCapacity / 2]), 0u);
-  // Nothing new since: a third look leaves the inbox alone.
-  EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 0u);
+  // Nothing new since: a later look leaves the inbox and the slabs alone.
+  Messenger::Look fourth = look(*owner, 2 + 2 * kDelayNs);
+  EXPECT_EQ(fourth.whole_slabs, 0u);
+  EXPECT_EQ(fourth.bytes_purged, 0u);
 
   // The owner receives: the three slabs start over and go back; the
   // fourth keeps its objects.
@@ -215,6 +242,32 @@ TEST(Messenger, ANeglectedInboxsWholeSlabsAreHandedBackAndTheRestStays) {
   EXPECT_EQ(owner->slab_count(), 0u);
 }
 
+// Whole slabs the owner takes back within a purge delay of the sort are
+// never purged: a thread blocked for a moment finds them as it left them.
+TEST(Messenger, WholeSlabsTakenBackWithinAPurgeDelayStayResident) {
+  ScopedOption zero(options::kPurgeZero, 1);
+  constexpr uint32_t kCapacity = sizeclass::kInfo.info[kClass].capacity;
+  auto owner = make(1);
+  auto freer = make(2);
+  std::vector<void*> objects = alloc_n(*owner, 2 * kCapacity);
+  for (void* p : objects) memset(p, 0x33, 64);  // every page touched
+  send_home(*freer, objects);
+  look(*owner, 0);
+  Messenger::Look sorted = look(*owner, 1);
+  EXPECT_EQ(sorted.whole_slabs, 2u);
+  EXPECT_EQ(sorted.bytes_purged, 0u);
+  // Resident: no page of theirs was purged.
+  for (void* p : objects) ASSERT_TRUE(resident(p)) << p;
+  // The owner receives before the delay ends: both slabs start over.
+  EXPECT_EQ(owner->settle(), 2u * kCapacity);
+  // A look a delay later finds nothing to purge.
+  Messenger::Look later = look(*owner, 2 + kDelayNs);
+  EXPECT_EQ(later.bytes_purged, 0u);
+  EXPECT_FALSE(later.pending);
+  settle_and_release({owner.get(), freer.get()});
+  EXPECT_EQ(owner->slab_count(), 0u);
+}
+
 // A slab whose mail arrives over two sorts: the first keeps its batches
 // (not whole yet), the second finds them with the rest.
 TEST(Messenger, ASlabWhoseMailArrivesOverTwoSortsIsFoundWhole) {
@@ -225,12 +278,12 @@ TEST(Messenger, ASlabWhoseMailArrivesOverTwoSortsIsFoundWhole) {
   std::vector<void*> first(objects.begin(), objects.begin() + kCapacity / 2);
   std::vector<void*> second(objects.begin() + kCapacity / 2, objects.begin() + kCapacity);
   send_home(*freer, first);
-  owner->look_for_neglected_mail();
-  EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 0u);  // sorted, kept
+  look(*owner, 1);
+  EXPECT_EQ(look(*owner, 2).whole_slabs, 0u);  // sorted, kept
   EXPECT_TRUE(owner->has_mail());
   send_home(*freer, second);
-  EXPECT_TRUE(owner->look_for_neglected_mail().pending);
-  EXPECT_EQ(owner->look_for_neglected_mail().whole_slabs, 1u);
+  EXPECT_TRUE(look(*owner, 3).pending);
+  EXPECT_EQ(look(*owner, 4).whole_slabs, 1u);
   EXPECT_EQ(owner->settle(), kCapacity);
   EXPECT_EQ(owner->slab_count(), 1u);  // the whole one went back to the chunk cache
   free_local(*owner, std::vector<void*>(objects.begin() + kCapacity, objects.end()));
@@ -247,14 +300,14 @@ TEST(Messenger, AnInboxItsOwnerVisitsIsNotSorted) {
   std::vector<void*> first(objects.begin(), objects.begin() + kCapacity);
   std::vector<void*> second(objects.begin() + kCapacity, objects.end());
   send_home(*freer, first);
-  EXPECT_TRUE(owner->look_for_neglected_mail().pending);
+  EXPECT_TRUE(look(*owner, 5).pending);
   EXPECT_TRUE(owner->visit_inbox());  // the owner takes it in
   send_home(*freer, second);
   // The second slab's mail is new since the look, and the owner received
   // since: noted, not sorted.
-  Messenger::Look look = owner->look_for_neglected_mail();
-  EXPECT_EQ(look.whole_slabs, 0u);
-  EXPECT_TRUE(look.pending);
+  Messenger::Look noted = look(*owner, 6);
+  EXPECT_EQ(noted.whole_slabs, 0u);
+  EXPECT_TRUE(noted.pending);
   EXPECT_EQ(owner->settle(), kCapacity);
   EXPECT_EQ(delivered(*owner), 2u * kCapacity);
   settle_and_release({owner.get(), freer.get()});
