@@ -85,8 +85,15 @@ inline constexpr unsigned kMinAllocBits = 4;
 inline constexpr size_t kMinAlloc = size_t{1} << kMinAllocBits;
 
 // Small objects live in slabs up to this size; larger ones are "large":
-// page-granular chunks straight from the backend.
+// page-granular chunks straight from the backend.  The hardened build
+// stops at 64 KiB: a bigger class's slab (2 or 4 MiB) would be one
+// accessible run of more than a megabyte between its guard pages (below,
+// kGuardSlabs), where a large object ends at a guard page of its own.
+#if defined(ROOST_HARDENED) && ROOST_HARDENED
+inline constexpr unsigned kMaxSmallBits = 16;  // 64 KiB
+#else
 inline constexpr unsigned kMaxSmallBits = 18;  // 256 KiB
+#endif
 inline constexpr size_t kMaxSmall = size_t{1} << kMaxSmallBits;
 
 // Sizes up to this bound are classified by one table lookup.
@@ -486,6 +493,57 @@ inline constexpr bool kGuardLarge = ROOST_SECURE_LARGE_GUARD != 0;
 #endif
 #endif
 inline constexpr size_t kMaxLargeGuards = ROOST_SECURE_MAX_LARGE_GUARDS;
+
+// The hardened build's guard pages between slabs: a slab's last small page
+// (4 KiB) holds no object (its capacity leaves it out) and is made
+// inaccessible when the slab starts, so no accessible run of slab memory
+// is longer than a slab (1 MiB at most: kMaxSmallBits), and a linear
+// overflow of a megabyte from any small object faults.  The guard stays
+// with the chunk while it waits empty in its allocator's ChunkCache and in
+// the backend's released lists (backend/chunk_allocator.h: a bit per
+// granule beside its record), purged or not, so a chunk that serves a slab
+// of its size again costs no system call; it is lifted only where it would
+// end up inside memory that must be accessible (a buddy merge, a large
+// object).  Only where the OS's page is the small page (x86-64; AArch64
+// with 4 KiB pages): a bigger page would take objects with it.
+#ifndef ROOST_SECURE_SLAB_GUARDS
+#define ROOST_SECURE_SLAB_GUARDS ROOST_HARDENED
+#endif
+inline constexpr bool kGuardSlabs = ROOST_SECURE_SLAB_GUARDS != 0;
+// The bytes at a slab's end that hold no object (its guard page's place).
+inline constexpr size_t kSlabGuardBytes = kGuardSlabs ? kMinPageSize : 0;
+// Each guard page splits a mapping in three, and the kernel caps a
+// process's mappings (vm.max_map_count, 65 530 by default), past which
+// mprotect, and the program's own mmap, fail.  Slab guards in place at
+// once (in slabs, ChunkCaches and the backend's lists together) are
+// capped here: with the large objects' kMaxLargeGuards (16 384) that is
+// at most 2 * (16 384 + 8 192) = 49 152 extra mappings, and a quarter of
+// the kernel's default limit stays for the program.  8 192 guards cover
+// 512 MiB of 64 KiB slabs (a heap of some 500 000 live 1 KiB objects);
+// beyond the cap a new slab gets no guard (its last page simply unused),
+// and the statistics count it (slab_guards_refused).
+#ifndef ROOST_SECURE_MAX_SLAB_GUARDS
+#define ROOST_SECURE_MAX_SLAB_GUARDS 8192
+#endif
+inline constexpr size_t kMaxSlabGuards = kGuardSlabs ? ROOST_SECURE_MAX_SLAB_GUARDS : 0;
+
+// The hardened build's quarantine of freed large objects (backend/large.cc):
+// a freed large object (inside a region; a huge one is unmapped anyway) is
+// made inaccessible and waits, oldest out first, while more than
+// kLargeQuarantineObjects objects or kLargeQuarantineBytes bytes wait
+// behind it, before its chunk goes back to the backend: a write into it
+// faults (named a write after free), and a request of its size does not
+// get its address back at once.  Its pages stay resident while it waits
+// (16 MiB at most).  One mprotect call more per large object: it is made
+// inaccessible at its free, and made accessible again with its guard page
+// in one call as it leaves (where the guard alone was lifted at the free).
+// malloc_trim() empties it.
+#ifndef ROOST_SECURE_LARGE_QUARANTINE
+#define ROOST_SECURE_LARGE_QUARANTINE ROOST_HARDENED
+#endif
+inline constexpr bool kQuarantineLarge = ROOST_SECURE_LARGE_QUARANTINE != 0;
+inline constexpr unsigned kLargeQuarantineObjects = 64;
+inline constexpr size_t kLargeQuarantineBytes = size_t{16} << 20;
 
 // A sleeping slab (its free objects handed to the allocator's fast list)
 // wakes after 1/2^kWakeShift of its capacity has been freed into it.

@@ -14,6 +14,7 @@
 // at once, new slabs in random order), which are not faults.
 #include <alloca.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,9 @@ std::string hex(const void* p) {
 // roost's smallest size class of at least `bytes` (up to its largest small
 // class, 256 KiB): 16, 32, 48, 64, then four classes per doubling.
 constexpr size_t kMaxSmallClass = 256 * 1024;
+// The largest small class of the build under test: the hardened build's
+// is 64 KiB (bigger objects are large, each ending at a guard page).
+size_t small_limit() { return is_hardened() ? 64 * 1024 : kMaxSmallClass; }
 size_t roost_class(size_t bytes) {
   if (bytes <= 64) return (bytes + 15) / 16 * 16;
   size_t step = (size_t{1} << (63 - __builtin_clzl(bytes - 1))) / 4;
@@ -93,7 +97,8 @@ size_t roost_class(size_t bytes) {
 // 0 when another allocator (or a build the test does not know) is observed.
 size_t slot_of(size_t asked) {
   if (build_under_test() == "observe") return 0;
-  return is_hardened() && asked + 8 <= kMaxSmallClass ? roost_class(asked + 8) : roost_class(asked);
+  if (is_hardened() && asked + 8 > small_limit()) return asked;  // a large object
+  return is_hardened() ? roost_class(asked + 8) : roost_class(asked);
 }
 
 // The size class a diagnostic names for the live object `p`: its usable
@@ -101,7 +106,7 @@ size_t slot_of(size_t asked) {
 // class is that of their size and the canary word; a zero-size one: 0).
 size_t class_size(void* p) {
   size_t usable = malloc_usable_size(p);
-  bool canary = is_hardened() && usable != 0 && usable + 8 <= kMaxSmallClass;
+  bool canary = is_hardened() && usable != 0 && usable + 8 <= small_limit();
   return canary ? roost_class(usable + 8) : usable;
 }
 
@@ -1222,6 +1227,137 @@ TEST(Overflow, StoreIntoTheGuardPageAfterAHugeObject) {
   expect_guard_page_named(size_t{3} << 29);  // 1.5 GiB: mapped alone
 }
 
+// ---- a megabyte written from an object's start -------------------------------
+
+namespace {
+
+constexpr size_t kOneMiB = size_t{1} << 20;
+
+// Sizes asked for of a 64-byte, a 4 KiB and a 256 KiB object.
+constexpr size_t kRunSizes[] = {64, 4096, 256 * 1024};
+
+// A megabyte written from the start of an object of `size` bytes, by a
+// byte loop or by one memcpy (from a mapping of its own): it runs on past
+// the object over whatever follows.  The hardened build stops it at the
+// first guard page in its way: a small object's slab ends at one (named
+// by the slab's last object, which the run went through: a buffer
+// overflow in the object's size class, at or after the object), a large
+// object at its own (named by the object).  Without them nothing stops it
+// within the megabyte.
+void expect_megabyte_run_caught(size_t size, bool by_memcpy) {
+  if (size + 8 > small_limit() && large_guards_off())
+    GTEST_SKIP() << "ROOST_LARGE_GUARDS=0: no guard page after a large object";
+  auto* p = static_cast<char*>(g_malloc(size));
+  ASSERT_NE(p, nullptr);
+  size_t named_size = class_size(p);
+  std::optional<ChildResult> r = run_case(Caught::kHardened, [p, by_memcpy] {
+    if (by_memcpy) {
+      void* from =
+          mmap(nullptr, kOneMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      child_check(from != MAP_FAILED, "mmap");
+      memset(from, 0x5a, kOneMiB);
+      memcpy(p, from, kOneMiB);
+    } else {
+      volatile char* v = p;
+      for (size_t i = 0; i < kOneMiB; i++) v[i] = 0x5a;
+    }
+  });
+  if (!r) return;
+  ASSERT_FALSE(r->exited) << "not caught: " << r->describe();
+  EXPECT_EQ(r->signal, SIGABRT) << r->describe();
+  std::smatch m;
+  std::regex line("roost: access at (0x[0-9a-f]+): buffer overflow (0x[0-9a-f]+) \\(size class " +
+                  std::to_string(named_size) + " bytes\\)\n");
+  ASSERT_TRUE(std::regex_match(r->err, m, line))
+      << "wanted one line \"roost: access at 0x...: buffer overflow 0x... (size class "
+      << named_size << " bytes)\", got:\n"
+      << r->err;
+  uintptr_t at = std::stoull(m[1].str(), nullptr, 16);
+  uintptr_t named = std::stoull(m[2].str(), nullptr, 16);
+  auto start = reinterpret_cast<uintptr_t>(p);
+  EXPECT_GE(at, start + size) << "the fault lies past the object's end";
+  EXPECT_LT(at, start + kOneMiB) << "within the megabyte";
+  if (size + 8 > small_limit()) {
+    EXPECT_EQ(named, start) << "a large object names itself";
+  } else {
+    EXPECT_GE(named, start) << "the slab's last object, at or after the object";
+    EXPECT_LT(named, at);
+  }
+  g_free(p);
+}
+
+}  // namespace
+
+TEST(Overflow, AMegabyteByLoopFromA64ByteObject) {
+  expect_megabyte_run_caught(kRunSizes[0], false);
+}
+
+TEST(Overflow, AMegabyteByMemcpyFromA64ByteObject) {
+  expect_megabyte_run_caught(kRunSizes[0], true);
+}
+
+TEST(Overflow, AMegabyteByLoopFromA4KiBObject) { expect_megabyte_run_caught(kRunSizes[1], false); }
+
+TEST(Overflow, AMegabyteByMemcpyFromA4KiBObject) { expect_megabyte_run_caught(kRunSizes[1], true); }
+
+TEST(Overflow, AMegabyteByLoopFromA256KiBObject) {
+  expect_megabyte_run_caught(kRunSizes[2], false);
+}
+
+TEST(Overflow, AMegabyteByMemcpyFromA256KiBObject) {
+  expect_megabyte_run_caught(kRunSizes[2], true);
+}
+
+// ---- large objects after their free --------------------------------------------
+
+namespace {
+
+// A byte written into a freed large object of `size` bytes (`then_malloc`:
+// then objects of its size allocated until its address comes back): the
+// hardened build's freed large objects wait inaccessible in a quarantine,
+// so the write faults at once, named as a write to the freed object.
+void expect_large_write_after_free_caught(size_t size, bool then_malloc) {
+  auto* p = static_cast<char*>(g_malloc(size));
+  ASSERT_NE(p, nullptr);
+  expect_caught_object(Caught::kHardened, "write to a freed object", p, class_size(p),
+                       [p, size, then_malloc] {
+                         g_free(p);
+                         static_cast<volatile char*>(p)[size / 2] = 1;
+                         if (then_malloc) {
+                           for (int i = 0; i < 100; i++) {
+                             void* q = g_malloc(size);
+                             if (q == p) break;
+                             g_free(q);
+                           }
+                         }
+                       });
+}
+
+}  // namespace
+
+TEST(WriteAfterFree, IntoAFreed256KiBObject) {
+  expect_large_write_after_free_caught(256 * 1024, false);
+}
+
+TEST(WriteAfterFree, IntoAFreed256KiBObjectThenMallocOfItsSize) {
+  expect_large_write_after_free_caught(256 * 1024, true);
+}
+
+TEST(WriteAfterFree, IntoAFreed1MiBObject) { expect_large_write_after_free_caught(kOneMiB, false); }
+
+// A double free of a large object is still one, while the object waits in
+// the hardened build's quarantine and after it left it.
+TEST(DoubleFree, LargeObjectWhileInTheQuarantineAndAfter) {
+  for (int later : {0, 100}) {
+    void* p = g_malloc(256 * 1024);
+    expect_caught_object(Caught::kAll, "double free", p, class_size(p), [p, later] {
+      g_free(p);
+      for (int i = 0; i < later; i++) g_free(g_malloc(256 * 1024));
+      g_free(p);
+    });
+  }
+}
+
 // ---- zero-size allocations ----------------------------------------------
 
 // The access faults at once, and the handler names the allocation:
@@ -1596,6 +1732,9 @@ void expect_freed_bytes(unsigned char (*want)(size_t i), size_t tail_left = 0,
                         bool whole_slot = false) {
   for (size_t size : {size_t{100}, size_t{256}, size_t{4000}, size_t{100000}, kClassSizes[0],
                       kClassSizes[1], kClassSizes[2]}) {
+    // (The hardened build's freed large objects wait inaccessible: a read
+    // faults, as LargeQuarantine's cases check.)
+    if (is_hardened() && size + 8 > small_limit()) continue;
     auto* p = static_cast<unsigned char*>(g_malloc(size));
     memset(p, 0xab, size);
     size_t end = whole_slot ? slot_of(size) : size - tail_left;
@@ -1702,6 +1841,23 @@ TEST(HardenedReuse, FreeThenMallocDoesNotReturnTheSameObject) {
   }
 }
 
+// Large objects too: a freed one waits in the quarantine (64 objects or
+// 16 MiB), so `free(p); q = malloc(size)` does not return p.
+TEST(HardenedReuse, FreeThenMallocOfALargeSizeDoesNotReturnTheSameObject) {
+  if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
+  for (size_t size : {size_t{256} << 10, size_t{1} << 20}) {
+    int same = 0;
+    for (int i = 0; i < 200; i++) {
+      void* p = g_malloc(size);
+      g_free(p);
+      void* q = g_malloc(size);
+      same += q == p;
+      g_free(q);
+    }
+    EXPECT_EQ(same, 0) << size << "-byte objects";
+  }
+}
+
 TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
   // Fresh objects of an odd class: in the default build each follows the
@@ -1722,7 +1878,9 @@ void expect_write_after_free_caught(size_t size, bool last) {
   size_t slot = slot_of(size) != 0 ? slot_of(size) : size;
   char* p = static_cast<char*>(g_malloc(size));
   char* at = last ? p + slot - 1 : p + slot / 2;
-  expect_caught_object(Caught::kHardened, "write to a freed object", p, slot_of(size),
+  // (The hardened build's large objects, 256 KiB among them, fault at the
+  // write: they wait inaccessible in a quarantine.)
+  expect_caught_object(Caught::kHardened, "write to a freed object", p, class_size(p),
                        [p, at, size] {
                          g_free(p);
                          *at = 1;
@@ -1763,6 +1921,9 @@ namespace {
 // it must read zero throughout.
 void expect_reused_object_reads_zero(bool by_calloc) {
   for (size_t size : kClassSizes) {
+    // (A freed large object (the hardened build's 256 KiB) waits in the
+    // quarantine while others are allocated: it does not come back so.)
+    if (size + 8 > small_limit()) continue;
     auto* p = static_cast<unsigned char*>(g_malloc(size));
     memset(p, 0xab, size);
     ChildResult r = run_in_child(

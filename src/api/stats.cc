@@ -178,6 +178,10 @@ void take(Snapshot& s) {
   out.offload_ring_allocs = oc.ring_allocs;
   out.offload_ring_frees = oc.ring_frees;
   out.offload_ring_misses = oc.ring_misses;
+  out.protect_calls = os::protect_calls();
+  out.slab_guards = chunks::end_guards();
+  out.slab_guards_refused = chunks::end_guards_refused();
+  out.large_quarantined = large::quarantined();
   // Every object a thread frees remotely or forwards is sent.
   out.messages_sent = out.remote_frees + out.messages_forwarded;
 }

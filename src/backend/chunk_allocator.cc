@@ -29,6 +29,7 @@
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
 #include "options.h"
+#include "platform/access_fault.h"
 #include "platform/memcheck.h"
 #include "platform/os.h"
 #include "platform/text_section.h"
@@ -47,6 +48,8 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
   std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];  // backend/huge_pages.cc's
+  // A bit per granule: its last small page is a guard (has_end_guard).
+  std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
 
 // A generation of dirty chunks, by order.
@@ -127,6 +130,37 @@ uintptr_t add_region(unsigned min_order, unsigned* order) {
   return base;
 }
 
+Region* region_of(uintptr_t addr) {
+  return g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
+}
+
+// Guard pages at chunks' ends (chunk_allocator.h).  Relaxed throughout:
+// the counts order nothing (a cap, statistics), and a chunk's bit is set
+// and cleared only by the one holder of the chunk (atomically, since a
+// word holds 64 granules' bits that other holders change).
+std::atomic<size_t> g_end_guards{0};
+std::atomic<size_t> g_end_guards_refused{0};
+
+// The word of guard bits of the granule at `granule` (in a region), and
+// its bit in *bit.
+std::atomic<uint64_t>& guard_word(uintptr_t granule, uint64_t* bit) {
+  size_t index = (granule >> config::kGranuleBits) & (kGranulesPerRegion - 1);
+  *bit = uint64_t{1} << (index % 64);
+  return region_of(granule)->guard_bits[index / 64];
+}
+uintptr_t chunk_end(const ChunkMeta* m) { return m->base + (size_t{1} << m->order); }
+
+// lift_end_guard() where `m` has one.
+ROOST_SLOW bool lift_end_guard_slow(ChunkMeta* m) {
+  if (!os::make_accessible(reinterpret_cast<void*>(chunk_end(m) - config::kMinPageSize),
+                           config::kMinPageSize))
+    return false;
+  uint64_t bit;
+  guard_word(chunk_end(m) - config::kGranule, &bit).fetch_and(~bit, std::memory_order_relaxed);
+  g_end_guards.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
 void push_free(ChunkMeta* m) {
   set_kind(m, ChunkKind::kFree);
   g_free[m->order].push_front(m);
@@ -138,14 +172,17 @@ ROOST_COMMON_TEXT void merge_free(ChunkMeta* m) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
     if (kind_of(buddy) != ChunkKind::kFree || order_of(buddy) != m->order) break;
-    g_free[buddy->order].remove(buddy);
     ChunkMeta* lower = buddy_base < m->base ? buddy : m;
     ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    // (Its guard would lie inside the merged chunk; kept where the OS refuses.)
+    if (!lift_end_guard(lower)) break;
+    g_free[buddy->order].remove(buddy);
     set_kind(upper, ChunkKind::kUnused);
     set_order(lower, lower->order + 1u);
     m = lower;
   }
-  if (m->base + (size_t{1} << m->order) == g_fresh_begin && m->base >= g_fresh_region) {
+  if (m->base + (size_t{1} << m->order) == g_fresh_begin && m->base >= g_fresh_region &&
+      lift_end_guard(m)) {
     set_kind(m, ChunkKind::kUnused);  // back in the fresh extent
     g_fresh_begin = m->base;
     return;
@@ -228,10 +265,14 @@ ROOST_COMMON_TEXT void merge_dirty(ChunkMeta* m) {
     uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
     ChunkMeta* buddy = meta_of(buddy_base);
     if (kind_of(buddy) != ChunkKind::kDirty || order_of(buddy) != m->order) break;
-    list_of(buddy).remove(buddy);
-    count_dirty(buddy, -1);
     ChunkMeta* lower = buddy_base < m->base ? buddy : m;
     ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    // A lower half with a guard at its end stays apart until it is purged
+    // (merge_free lifts the guard then): reused for a slab of its size, as
+    // released slab chunks mostly are, it costs no mprotect.
+    if (has_end_guard(lower)) break;
+    list_of(buddy).remove(buddy);
+    count_dirty(buddy, -1);
     if (upper->dirty_pages != 0)
       lower->dirty_pages = static_cast<uint32_t>(
           ((size_t{1} << lower->order) >> config::kMinPageBits) + upper->dirty_pages);
@@ -518,6 +559,9 @@ void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
   size_t size = size_t{1} << m->order;
   size_t at = bits::align_up(dirty_extent(m), kMoveUnit);
   size_t want = bits::align_up(fill < size ? fill : size, kMoveUnit);
+  // A move replaces the pages it lands on: not the chunk's end guard.
+  if (has_end_guard(m) && want > size - kMoveUnit) want = size - kMoveUnit;
+  if (want < at) want = at;
   moves->to = m->base + at;
   unsigned looked = 0;
   ChunkMeta* too_big = nullptr;  // the smallest extent seen that does not fit, and its list
@@ -530,6 +574,7 @@ void plan_moves(ChunkMeta* m, size_t fill, Moves* moves) {
             looked++ == config::kMaxMoveLooks)
           goto done;
         next = d->next;
+        if (has_end_guard(d)) continue;  // (a move would take its guard page along)
         size_t whole = bits::align_up(dirty_extent(d), kMoveUnit);  // inside d
         if (whole <= want - at) {
           plan_move(moves, list, d, whole, whole);
@@ -620,10 +665,6 @@ ChunkMeta* take_filled(unsigned order, size_t fill) {
   if (m != nullptr && moves.count != 0) m = carry_out(m, &moves);
   g_purge_lock.unlock();
   return m != nullptr ? m : take(order, kMaxOrder, true);
-}
-
-Region* region_of(uintptr_t addr) {
-  return g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
 }
 
 }  // namespace
@@ -733,6 +774,54 @@ Extent fresh_extent() {
 }
 
 ROOST_COMMON_TEXT void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
+
+bool has_end_guard(const ChunkMeta* m) {
+  if constexpr (!config::kGuardSlabs) return false;
+  uint64_t bit;
+  std::atomic<uint64_t>& word = guard_word(chunk_end(m) - config::kGranule, &bit);
+  return (word.load(std::memory_order_relaxed) & bit) != 0;
+}
+
+ROOST_SLOW bool place_end_guard(ChunkMeta* m) {
+  if constexpr (!config::kGuardSlabs) return false;
+  if (has_end_guard(m)) return true;
+  if (os::page_size() == config::kMinPageSize &&
+      g_end_guards.fetch_add(1, std::memory_order_relaxed) < config::kMaxSlabGuards) {
+    if (os::make_inaccessible(reinterpret_cast<void*>(chunk_end(m) - config::kMinPageSize),
+                              config::kMinPageSize)) {
+      uint64_t bit;
+      guard_word(chunk_end(m) - config::kGranule, &bit).fetch_or(bit, std::memory_order_relaxed);
+      // A store into it then ends in roost's diagnostic, not a bare SIGSEGV.
+      access_fault::arm();
+      return true;
+    }
+    g_end_guards.fetch_sub(1, std::memory_order_relaxed);
+  } else if (os::page_size() == config::kMinPageSize) {
+    g_end_guards.fetch_sub(1, std::memory_order_relaxed);
+  }
+  g_end_guards_refused.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool lift_end_guard(ChunkMeta* m) {
+  if (!has_end_guard(m)) return true;
+  return lift_end_guard_slow(m);
+}
+
+bool in_end_guard(uintptr_t addr) {
+  if constexpr (!config::kGuardSlabs) return false;
+  if (addr >> config::kRegionBits >= kRegionSlots) return false;
+  const Region* r = g_regions[addr >> config::kRegionBits].load(std::memory_order_acquire);
+  if (r == nullptr) return false;
+  size_t index = (addr >> config::kGranuleBits) & (kGranulesPerRegion - 1);
+  if ((r->guard_bits[index / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (index % 64))) ==
+      0)
+    return false;
+  return (addr & (config::kGranule - 1)) >= config::kGranule - config::kMinPageSize;
+}
+
+size_t end_guards() { return g_end_guards.load(std::memory_order_relaxed); }
+size_t end_guards_refused() { return g_end_guards_refused.load(std::memory_order_relaxed); }
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
 size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }

@@ -152,6 +152,37 @@ struct Extent {
 };
 Extent fresh_extent();
 
+// ---- guard pages at chunks' ends (the hardened build: config::kGuardSlabs) ----
+//
+// Beside each granule's record its region's table keeps one bit: the
+// granule's last small page (config::kMinPageSize) is inaccessible.  A
+// chunk has a guard page at its end when its last granule's bit is set,
+// and nowhere else: a merge of clean chunks (merge_free: purged, or never
+// written) lifts the lower half's before the halves join, and a released,
+// unpurged chunk with one does not merge with its upper buddy until it is
+// purged; so splitting a chunk leaves the guard with the upper piece (the
+// bit stays with its page) and the lower pieces with none.  A slab places one as it starts (frontend/slab.cc), and it
+// stays while the chunk waits in a ChunkCache or on the backend's released
+// or free lists, purged or not: a chunk that serves a slab of its size
+// again costs no system call.  In the other builds no chunk has one.
+
+// Does chunk `m` (base and order set) end at a guard page?
+bool has_end_guard(const ChunkMeta* m);
+// The page at `m`'s end made inaccessible (if it is not already); false,
+// counting a refusal, when config::kMaxSlabGuards guards are in place or
+// the OS refused (or the build places none, or the OS's page is not the
+// small page).
+bool place_end_guard(ChunkMeta* m);
+// `m`'s end guard lifted, if it has one; false if the OS refused (it stays).
+bool lift_end_guard(ChunkMeta* m);
+// Is `addr` in a chunk's end guard page?  Reads only (a fault's
+// diagnostic: async-signal-safe).
+bool in_end_guard(uintptr_t addr);
+// End guards in place now, and slabs that got none (the cap, or the OS
+// refused) since start.
+size_t end_guards();
+size_t end_guards_refused();
+
 // Counters for statistics.
 size_t reserved_bytes();  // address space of all regions
 size_t bytes_out();       // bytes in chunks handed out (not in free lists)

@@ -22,9 +22,11 @@ enum class ChunkKind : uint8_t {
   kSlab,        // small objects of one size class, owned by one allocator
   kLarge,       // one large object inside a region
   kHuge,        // one object mapped on its own, beyond a region's size
-  // Only large::is_freed() records' kind: the pagemap entry of a freed large or
+  // large::is_freed() records' kind: the pagemap entry of a freed large or
   // huge object's first granule until that granule is used again, so that a
-  // second free of the object is told as one.
+  // second free of the object is told as one.  Also the region record of a
+  // freed large object while it waits in the hardened build's quarantine
+  // (backend/large.cc), inaccessible.
   kFreedLarge,
   // The secure build's inaccessible range of zero-size allocations
   // (backend/zero_size.h).
@@ -82,6 +84,10 @@ struct alignas(64) ChunkMeta {
       uint16_t touched_pages;  // slab: leading pages that may be resident
     };
   };
+  // (Whether the chunk ends at a guard page, the hardened build's slab
+  // guard, which stays with it through the cache and the backend's lists,
+  // is a bit beside this record in its region's table:
+  // chunks::has_end_guard.  The record has no bit to spare.)
   // Links for whichever list the chunk is on (buddy, cache, available).
   ChunkMeta* prev;
   ChunkMeta* next;

@@ -170,6 +170,24 @@ void guard_gone(ChunkMeta* m) {
   g_guards.fetch_sub(1, std::memory_order_relaxed);
 }
 
+// Is `m`'s guard page (right after its usable bytes) the end guard of its
+// chunk, left by the slab the chunk served before (the hardened build's
+// slab guards: chunks::has_end_guard)?  Then the object keeps it as its
+// own: no mprotect to place it, none to lift it (it stays with the chunk).
+// (A large object never reaches its chunk's last page: the guard's room
+// is part of its span.)
+bool guard_is_chunks(const ChunkMeta* m) {
+  if constexpr (!config::kGuardSlabs) return false;
+  return m->kind == ChunkKind::kLarge && m->large_size + os::page_size() == size_t{1} << m->order &&
+         chunks::has_end_guard(m);
+}
+
+// guard_is_chunks() of a quarantined object's record (kind kFreedLarge).
+bool guard_is_chunks_of_freed(const ChunkMeta* m) {
+  if constexpr (!config::kGuardSlabs) return false;
+  return m->large_size + os::page_size() == size_t{1} << m->order && chunks::has_end_guard(m);
+}
+
 // The canary from `size`, the size asked for, to `m`'s page boundary.
 void set_canary(ChunkMeta* m, size_t size) {
   m->large_slack = static_cast<uint32_t>(m->large_size - size);
@@ -179,8 +197,77 @@ void set_canary(ChunkMeta* m, size_t size) {
 // The guard page after `m`'s usable bytes, tried (without it the object
 // still works), and the canary.  Called only where config::kGuardLarge.
 [[maybe_unused]] void arm_guard(ChunkMeta* m, size_t size) {
-  m->guarded = place_guard(m->base + m->large_size);
+  if (guard_is_chunks(m) && options::get(options::kLargeGuards) != 0) {
+    m->guarded = true;
+  } else {
+    // (Without large guards (ROOST_LARGE_GUARDS=0) a chunk's end guard
+    // where this guard would be is lifted too, so that the object has
+    // none, as the option says.)
+    if constexpr (config::kGuardSlabs) {
+      if (m->kind == ChunkKind::kLarge && options::get(options::kLargeGuards) == 0)
+        chunks::lift_end_guard(m);
+    }
+    m->guarded = place_guard(m->base + m->large_size);
+  }
   set_canary(m, size);
+}
+
+// ---- the hardened build's quarantine of freed large objects ----
+//
+// A FIFO of freed region objects (config::kQuarantineLarge), each made
+// inaccessible at its free; its record keeps its kind kFreedLarge (the
+// pagemap maps its first granule to g_freed_record, as any freed large
+// object's), its large_size, large_slack and guard, until it leaves.
+struct Quarantine {
+  SpinLock lock;
+  ChunkMeta* ring[config::kLargeQuarantineObjects] = {};
+  unsigned head = 0;   // the oldest
+  unsigned count = 0;  // objects waiting
+  size_t bytes = 0;    // their large_size together
+};
+constinit Quarantine g_quarantine;
+
+// `m`, out of the quarantine: accessible again (with its guard page, in
+// one call, unless the guard is its chunk's: that stays) and back to the
+// backend.  Lost to roost should the OS refuse.
+ROOST_SLOW void leave_quarantine(ChunkMeta* m) {
+  bool own_guard = m->guarded && !guard_is_chunks_of_freed(m);
+  size_t bytes = m->large_size + (own_guard ? os::page_size() : 0);
+  if (!os::make_accessible(reinterpret_cast<void*>(m->base), bytes)) return;
+  if (own_guard) {
+    guard_gone(m);
+  } else {
+    m->guarded = false;
+  }
+  set_kind(m, ChunkKind::kUnused);
+  chunks::release(m, dirty_extent(m));
+}
+
+// Puts the freed region object `m` (its pagemap entry already the freed
+// record) in the quarantine; the objects it pushes out leave.  False,
+// doing nothing, when the OS refuses to make it inaccessible.
+ROOST_SLOW bool enter_quarantine(ChunkMeta* m) {
+  if (!os::make_inaccessible(reinterpret_cast<void*>(m->base), m->large_size)) return false;
+  ChunkMeta* out[config::kLargeQuarantineObjects];
+  unsigned n = 0;
+  {
+    LockGuard guard(g_quarantine.lock);
+    Quarantine& q = g_quarantine;
+    set_kind(m, ChunkKind::kFreedLarge);
+    while (q.count == config::kLargeQuarantineObjects ||
+           (q.count != 0 && q.bytes + m->large_size > config::kLargeQuarantineBytes)) {
+      ChunkMeta* oldest = q.ring[q.head];
+      q.head = (q.head + 1) % config::kLargeQuarantineObjects;
+      q.count--;
+      q.bytes -= oldest->large_size;
+      out[n++] = oldest;
+    }
+    q.ring[(q.head + q.count) % config::kLargeQuarantineObjects] = m;
+    q.count++;
+    q.bytes += m->large_size;
+  }
+  for (unsigned i = 0; i < n; i++) leave_quarantine(out[i]);
+  return true;
 }
 
 }  // namespace
@@ -218,7 +305,10 @@ const ChunkMeta* guarded_by(uintptr_t addr) {
   if constexpr (!config::kGuardLarge) return nullptr;
   // An object maps its first granule only: the nearest record at or below
   // `addr` is its own when `addr` is in its guard page.  Huge objects reach
-  // further than regions; the walk stops after 64 GiB of granules.
+  // further than regions; the walk stops after 64 GiB of granules.  The
+  // freed objects' records are passed over: a freed object's first granule
+  // keeps mapping to one until the granule is used again, which may be
+  // inside a bigger object that took the chunk around it since.
   constexpr uintptr_t kMostGranules = uintptr_t{1} << 20;
   uintptr_t index = addr >> config::kGranuleBits;
   if (index >= pagemap::g_limit) return nullptr;
@@ -226,6 +316,7 @@ const ChunkMeta* guarded_by(uintptr_t addr) {
     uintptr_t entry = pagemap::g_entries[index - i].load(std::memory_order_relaxed);
     if (entry == 0) continue;
     const ChunkMeta* m = pagemap::decode(entry);
+    if (is_freed(m)) continue;
     ChunkKind kind = kind_of(m);
     if ((kind != ChunkKind::kLarge && kind != ChunkKind::kHuge) || !m->guarded) return nullptr;
     uintptr_t guard = m->base + m->large_size;
@@ -262,8 +353,12 @@ bool retire(ChunkMeta* m) {
   // A chunk whose guard page stays inaccessible cannot be handed out again:
   // should the OS refuse to lift it, the chunk is lost to roost.
   if (config::kGuardLarge && m->guarded) {
-    if (!large_guard::lift(m->base + m->large_size)) return false;
-    guard_gone(m);
+    if (guard_is_chunks(m)) {
+      m->guarded = false;  // (it stays with the chunk)
+    } else {
+      if (!large_guard::lift(m->base + m->large_size)) return false;
+      guard_gone(m);
+    }
   }
   set_kind(m, ChunkKind::kUnused);
   return true;
@@ -285,8 +380,62 @@ ROOST_COMMON_TEXT void free(ChunkMeta* m) {
     return;
   }
   account(-static_cast<ptrdiff_t>(m->large_size), 0, 1);
+  if constexpr (config::kQuarantineLarge) {
+    pagemap::set_range(m->base, 1, &g_freed_record);
+    if (enter_quarantine(m)) return;
+  }
   // dirty_pages bounds what the backend's purge must cover.
   if (retire(m)) chunks::release(m, dirty_extent(m));
+}
+
+bool drain_quarantine() {
+  if constexpr (!config::kQuarantineLarge) return false;
+  bool any = false;
+  for (;;) {
+    ChunkMeta* out[config::kLargeQuarantineObjects];
+    unsigned n = 0;
+    {
+      LockGuard guard(g_quarantine.lock);
+      Quarantine& q = g_quarantine;
+      while (q.count != 0) {
+        out[n++] = q.ring[q.head];
+        q.bytes -= q.ring[q.head]->large_size;
+        q.head = (q.head + 1) % config::kLargeQuarantineObjects;
+        q.count--;
+      }
+    }
+    if (n == 0) return any;
+    any = true;
+    for (unsigned i = 0; i < n; i++) leave_quarantine(out[i]);
+  }
+}
+
+size_t quarantined() {
+  LockGuard guard(g_quarantine.lock);
+  return g_quarantine.count;
+}
+
+const ChunkMeta* quarantined_at(uintptr_t addr) {
+  if constexpr (!config::kQuarantineLarge) return nullptr;
+  // As guarded_by(): the nearest record at or below `addr`; a quarantined
+  // object's first granule maps to the freed record, its own record is in
+  // its region's table, of kind kFreedLarge while it waits.
+  constexpr uintptr_t kMostGranules = config::kRegion >> config::kGranuleBits;
+  uintptr_t index = addr >> config::kGranuleBits;
+  if (index >= pagemap::g_limit) return nullptr;
+  for (uintptr_t i = 0; i <= index && i < kMostGranules; i++) {
+    uintptr_t entry = pagemap::g_entries[index - i].load(std::memory_order_relaxed);
+    if (entry == 0) continue;
+    if (pagemap::decode(entry) != &g_freed_record) return nullptr;
+    // (A granule of a bigger object that took the chunk around a freed one
+    // since keeps mapping to the freed record: its own record says which,
+    // and the walk goes on past it.)
+    uintptr_t granule = (index - i) << config::kGranuleBits;
+    const ChunkMeta* m = chunks::meta_of(granule);
+    if (kind_of(m) != ChunkKind::kFreedLarge || m->base != granule) continue;
+    return addr - m->base < m->large_size ? m : nullptr;
+  }
+  return nullptr;
 }
 
 bool resize_in_place(ChunkMeta* m, size_t new_size) {
@@ -308,8 +457,12 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
   } else {
     if (!stays_in_chunk(usable, guard, size_t{1} << m->order)) return false;
     if (move_guard && m->guarded) {
-      if (!large_guard::lift(m->base + old)) return false;
-      guard_gone(m);
+      if (guard_is_chunks(m)) {
+        m->guarded = false;  // (it stays with the chunk)
+      } else {
+        if (!large_guard::lift(m->base + old)) return false;
+        guard_gone(m);
+      }
     }
     note_dirty(m, usable);
     // A shrink by a megabyte or more gives the tail's pages back now (from
@@ -367,7 +520,13 @@ Counters counters() {
                   g_huge_peak_objects.load(std::memory_order_relaxed)};
 }
 
-void lock_for_fork() { g_lock.lock(); }
-void unlock_after_fork(bool child) { g_lock.unlock_after_fork(child); }
+void lock_for_fork() {
+  g_lock.lock();
+  g_quarantine.lock.lock();
+}
+void unlock_after_fork(bool child) {
+  g_quarantine.lock.unlock_after_fork(child);
+  g_lock.unlock_after_fork(child);
+}
 
 }  // namespace roost::large

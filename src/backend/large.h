@@ -6,11 +6,13 @@
 // guard page and canary are (backend/large_guard.h; how many guard pages
 // exist at once).  Freed large chunks go back to the backend, which keeps
 // them resident for a purge delay (reused first; longer while the program
-// keeps taking chunks of their size) and then purges them; a few of the
+// keeps taking chunks of their size) and then purges them (the hardened
+// build's after a wait in its quarantine of freed objects, inaccessible,
+// large.cc); a few of the
 // heap profiler's sampled objects stay with the allocator that freed them.
 // Must never: be used for sizes a slab can serve (but for the classes
 // served as large where address space is scarce, below, and sampled
-// objects), or keep freed memory of its own.
+// objects), or keep freed memory of its own beyond that quarantine's bounds.
 #pragma once
 
 #include <cstddef>
@@ -107,6 +109,16 @@ uintptr_t overwritten(const ChunkMeta* m);
 // only reads (the pagemap, back from `addr` to the nearest record, and that
 // record) and is async-signal-safe.
 const ChunkMeta* guarded_by(uintptr_t addr);
+
+// The hardened build's quarantine of freed large objects
+// (config::kQuarantineLarge): the freed region object that holds `addr`
+// while it waits there inaccessible, or nullptr: for a fault's diagnostic
+// (reads only, as guarded_by()).
+const ChunkMeta* quarantined_at(uintptr_t addr);
+// Empties the quarantine (malloc_trim); true if an object left it.
+bool drain_quarantine();
+// Objects waiting in it now.
+size_t quarantined();
 
 // Is `m` a record a freed object's first granule maps to until the granule
 // is used again (kind kFreedLarge; no owner; one for large objects, one for

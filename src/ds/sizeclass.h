@@ -68,7 +68,8 @@ constexpr ClassInfo make_info(unsigned sc) {
   if (slab_bits < bits::log2_ceil(size) + config::kMinObjectsPerSlabBits)
     slab_bits = bits::log2_ceil(size) + config::kMinObjectsPerSlabBits;
   if (slab_bits < config::kGranuleBits) slab_bits = config::kGranuleBits;
-  size_t capacity = (size_t{1} << slab_bits) / size;
+  // (The hardened build's guard page at the slab's end holds no object.)
+  size_t capacity = ((size_t{1} << slab_bits) - config::kSlabGuardBytes) / size;
   size_t wake = capacity >> config::kWakeShift;
   if (wake == 0) wake = 1;
   // Carve a page at a time; small pages' worth of big objects are topped up

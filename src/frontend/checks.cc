@@ -1,6 +1,7 @@
 // frontend/checks.cc — the checks of frontend/checks.h that are not inline.
 #include "frontend/checks.h"
 
+#include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/pagemap.h"
 #include "frontend/slab.h"
@@ -97,6 +98,22 @@ void name_access_fault(uintptr_t addr) {
   }
   if (const ChunkMeta* g = large::guarded_by(addr))
     fault(where, kBufferOverflow, reinterpret_cast<const void*>(g->base), large::usable(g));
+  // The hardened build's: a freed large object waiting in the quarantine,
+  // and the guard page at a slab's end (the overflow came from the slab's
+  // last objects, or ran on from further below).
+  if (const ChunkMeta* q = large::quarantined_at(addr))
+    fault(where, kFreedObjectWritten, reinterpret_cast<const void*>(q->base), large::usable(q));
+  if (chunks::in_end_guard(addr)) {
+    // A slab's: named by its last object, which the overflow ran through
+    // (else by the guard page: its chunk waits empty).
+    if (m != nullptr && kind_of(m) == ChunkKind::kSlab) {
+      uint32_t last = sizeclass::kInfo.info[m->sizeclass].capacity - 1;
+      fault(where, kBufferOverflow,
+            reinterpret_cast<const void*>(m->base + size_t{last} * m->obj_size), m->obj_size);
+    }
+    fault(where, kBufferOverflow,
+          reinterpret_cast<const void*>(addr & ~uintptr_t{config::kMinPageSize - 1}), 0);
+  }
 }
 
 }  // namespace roost::checks

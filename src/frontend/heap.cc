@@ -322,7 +322,9 @@ bool trim() {
     Allocator* a = pool::current();
     if (!pool::is_unbound(a)) a->drain_quarantine("malloc_trim");
   }
-  bool released = pool::trim_all();
+  // The hardened build's quarantine of freed large objects too.
+  bool released = large::drain_quarantine();
+  released = pool::trim_all() || released;
   return chunks::purge_all() || released;
 }
 

@@ -1,6 +1,7 @@
 // frontend/slab.cc — the slow operations on one slab (frontend/slab.h).
 #include "frontend/slab.h"
 
+#include "backend/chunk_allocator.h"
 #include "frontend/ownership.h"
 #include "platform/asan.h"
 #include "platform/os.h"
@@ -47,6 +48,9 @@ ROOST_COMMON_TEXT void start(ChunkMeta* m, unsigned sc, const void* owner, size_
   resident = trim_resident(m, resident, keep_resident);
   m->touched_pages = static_cast<uint16_t>(resident);
   pagemap::set_range(m->base, sizeclass::slab_size(sc), m);
+  // The hardened build's guard page at its end (no object lies there):
+  // kept from the chunk's last use where it had one.
+  if constexpr (config::kGuardSlabs) chunks::place_end_guard(m);
   // (ASan: none of its objects is the program's yet.)
   asan::poison(reinterpret_cast<void*>(m->base), sizeclass::slab_size(sc));
 }

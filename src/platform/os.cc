@@ -145,13 +145,21 @@ bool release(void* p, size_t size) {
   return munmap(p, whole_pages(size)) == 0;
 }
 
+namespace {
+std::atomic<size_t> g_protect_calls{0};  // relaxed: a count for statistics
+}  // namespace
+
+size_t protect_calls() { return g_protect_calls.load(std::memory_order_relaxed); }
+
 bool make_inaccessible(void* p, size_t size) {
   if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
+  g_protect_calls.fetch_add(1, std::memory_order_relaxed);
   return sys_mprotect(p, whole_pages(size), PROT_NONE) == 0;
 }
 
 bool make_accessible(void* p, size_t size) {
   if (injected(FaultKind::kProtect) || !page_aligned(p)) return false;
+  g_protect_calls.fetch_add(1, std::memory_order_relaxed);
   return sys_mprotect(p, whole_pages(size), kProt) == 0;
 }
 

@@ -46,6 +46,8 @@ bool release(void* p, size_t size);
 bool make_inaccessible(void* p, size_t size);
 // Makes such a range readable and writable again; false if the OS refused.
 bool make_accessible(void* p, size_t size);
+// The mprotect calls the two above made since start (statistics).
+size_t protect_calls();
 
 // Gives the physical pages under [p, p+size) back; the range stays reserved
 // and reads as zero afterwards when `zero` is set (MADV_DONTNEED), or may
