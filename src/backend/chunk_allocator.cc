@@ -739,7 +739,7 @@ ROOST_COMMON_TEXT void release(ChunkMeta* m, size_t dirty_bytes) {
     if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
 }
 
-uint64_t purge_delay_now_ns() {
+ROOST_COMMON_TEXT uint64_t purge_delay_now_ns() {
   return (options::get(options::kPurgeDelayMs) * 1000000u)
          << g_delay_shift.load(std::memory_order_relaxed);
 }
