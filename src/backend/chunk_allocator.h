@@ -161,10 +161,10 @@ Extent fresh_extent();
 // written) lifts the lower half's before the halves join, and a released,
 // unpurged chunk with one does not merge with its upper buddy until it is
 // purged; so splitting a chunk leaves the guard with the upper piece (the
-// bit stays with its page) and the lower pieces with none.  A slab places one as it starts (frontend/slab.cc), and it
-// stays while the chunk waits in a ChunkCache or on the backend's released
-// or free lists, purged or not: a chunk that serves a slab of its size
-// again costs no system call.  In the other builds no chunk has one.
+// bit stays with its page) and the lower pieces with none.  A slab places one as it starts
+// (frontend/slab.cc), and it stays while the chunk waits in a ChunkCache or on the backend's
+// released or free lists, purged or not: a chunk that serves a slab of its size again costs no
+// system call.  In the other builds no chunk has one.
 
 // Does chunk `m` (base and order set) end at a guard page?
 bool has_end_guard(const ChunkMeta* m);
