@@ -1826,36 +1826,35 @@ TEST(HardenedReuse, ThreadExitEmptiesTheQuarantine) {
   EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
 }
 
+namespace {
+
+// How many of `rounds` rounds of `free(p); q = malloc(size)` returned p.
+int times_freed_object_came_back(size_t size, int rounds) {
+  int same = 0;
+  for (int i = 0; i < rounds; i++) {
+    void* p = g_malloc(size);
+    g_free(p);
+    void* q = g_malloc(size);
+    same += q == p;
+    g_free(q);
+  }
+  return same;
+}
+
+}  // namespace
+
 TEST(HardenedReuse, FreeThenMallocDoesNotReturnTheSameObject) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
-  for (size_t size : {16, 48, 256, 4096}) {
-    int same = 0;
-    for (int i = 0; i < 1000; i++) {
-      void* p = g_malloc(size);
-      g_free(p);
-      void* q = g_malloc(size);
-      same += q == p;
-      g_free(q);
-    }
-    EXPECT_EQ(same, 0) << size << "-byte objects";
-  }
+  for (size_t size : {16, 48, 256, 4096})
+    EXPECT_EQ(times_freed_object_came_back(size, 1000), 0) << size << "-byte objects";
 }
 
 // Large objects too: a freed one waits in the quarantine (64 objects or
 // 16 MiB), so `free(p); q = malloc(size)` does not return p.
 TEST(HardenedReuse, FreeThenMallocOfALargeSizeDoesNotReturnTheSameObject) {
   if (!is_hardened()) GTEST_SKIP() << "the hardened build's behaviour";
-  for (size_t size : {size_t{256} << 10, size_t{1} << 20}) {
-    int same = 0;
-    for (int i = 0; i < 200; i++) {
-      void* p = g_malloc(size);
-      g_free(p);
-      void* q = g_malloc(size);
-      same += q == p;
-      g_free(q);
-    }
-    EXPECT_EQ(same, 0) << size << "-byte objects";
-  }
+  for (size_t size : {size_t{256} << 10, size_t{1} << 20})
+    EXPECT_EQ(times_freed_object_came_back(size, 200), 0) << size << "-byte objects";
 }
 
 TEST(HardenedReuse, NewSlabsHandOutObjectsOutOfOrder) {
