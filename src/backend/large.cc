@@ -246,7 +246,7 @@ ROOST_SLOW void leave_quarantine(ChunkMeta* m) {
 // Puts the freed region object `m` (its pagemap entry already the freed
 // record) in the quarantine; the objects it pushes out leave.  False,
 // doing nothing, when the OS refuses to make it inaccessible.
-ROOST_SLOW bool enter_quarantine(ChunkMeta* m) {
+[[maybe_unused]] ROOST_SLOW bool enter_quarantine(ChunkMeta* m) {
   if (!os::make_inaccessible(reinterpret_cast<void*>(m->base), m->large_size)) return false;
   ChunkMeta* out[config::kLargeQuarantineObjects];
   unsigned n = 0;
