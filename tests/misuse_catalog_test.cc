@@ -690,8 +690,11 @@ TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
     }
   }
   // Large and huge objects: inside (16 bytes, a page, a granule in) and
-  // just past the end.
-  for (size_t size : {size_t{256 * 1024 + 1}, size_t{1} << 20, size_t{64} << 20}) {
+  // just past the end.  Each size is a byte over a power of two, so that
+  // in every build the object's chunk reaches past its end: the address
+  // past it is the chunk's unused tail, never the start of the next chunk,
+  // which may hold a live object (whose free is no fault).
+  for (size_t size : {size_t{256 * 1024 + 1}, (size_t{1} << 20) + 1, (size_t{64} << 20) + 1}) {
     for (size_t offset : {size_t{16}, size_t{4096}, size_t{64 * 1024}, size_t{0}}) {
       ChildResult r = run_in_child(
           [size, offset] {
