@@ -43,4 +43,13 @@ bool active();
 // madvise calls made so far (the tests read it).
 size_t calls();
 
+// Collapses of dense 2 MiB blocks into huge pages (MADV_COLLAPSE, made off
+// the program's threads) since start: asked of the kernel, granted, and
+// refused (the kernel had no huge page to give, or does not know the
+// call); and the blocks roost holds as collapsed now.
+struct Counts {
+  uint64_t collapses_tried, collapses_done, collapses_refused, blocks_collapsed;
+};
+Counts counts();
+
 }  // namespace roost::huge_pages
