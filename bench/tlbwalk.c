@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
       "bench=tlbwalk mib=%llu objects=%llu steps=%llu seconds=%.6f steps_per_sec=%.0f "
       "ns_per_step=%.2f setup_seconds=%.3f",
       (unsigned long long)total_mib, (unsigned long long)n, (unsigned long long)steps, seconds,
-      seconds > 0 ? (double)steps / seconds : 0.0, seconds > 0 ? seconds * 1e9 / (double)steps : 0.0,
-      setup);
+      seconds > 0 ? (double)steps / seconds : 0.0,
+      seconds > 0 ? seconds * 1e9 / (double)steps : 0.0, setup);
   BenchReportTail(ok);
   return ok ? 0 : 1;
 }
