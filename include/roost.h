@@ -74,9 +74,12 @@ int roost_class_stats(unsigned cls, struct roost_class_stats* out);
 
 /* Writes the statistics as one JSON object, NUL-terminated, into buf:
  *   {"version":1,"totals":{<each roost_stats counter>:N,...},
- *    "classes":[{"class":C,<each roost_class_stats figure>:N,...},...]}
+ *    "classes":[{"class":C,<each roost_class_stats figure>:N,...},...],
+ *    "huge_pages":{"heap_bytes_resident":N,"heap_bytes_huge":N,...}}
  * with the classes that have allocated or hold slabs, smallest first, and
- * no spaces or newlines.  Returns the length of the whole object (the NUL
+ * no spaces or newlines; "huge_pages" (docs/STATISTICS.md) reads
+ * /proc/self/smaps, so each call costs the kernel a walk of the process's
+ * page tables.  Returns the length of the whole object (the NUL
  * not counted) as snprintf does: a result >= len means buf holds only its
  * first len-1 characters (a prefix, not valid JSON), so call again with a
  * bigger buffer (the figures may have grown meanwhile: leave room).  buf

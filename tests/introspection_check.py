@@ -123,7 +123,9 @@ def check_reports(r, info_path):
     err = r.stderr.splitlines()
     layout = ["Arena 0:", "system bytes", "in use bytes", "Total (incl. mmap):", "system bytes",
               "in use bytes", "max mmap regions", "max mmap bytes"]
-    check(len(err) == len(layout) + 1 + len(totals), "malloc_stats' lines: %r" % err)
+    # (then the huge-page lines: a heading and six figures)
+    check(len(err) == len(layout) + 1 + len(totals) + 7, "malloc_stats' lines: %r" % err)
+    check(err[-7] == "roost: huge pages:", "malloc_stats' huge-page lines: %r" % err[-7:])
     values = []
     for label, line in zip(layout, err):
         check(line.startswith(label), "malloc_stats line %r starts with %r" % (line, label))
@@ -135,7 +137,7 @@ def check_reports(r, info_path):
                          totals["bytes_in_use"]], "malloc_stats figures: %r" % values)
     # roost's text report: the line naming the process, then a line per
     # counter ("roost: name value  description").
-    roost = err[len(layout):]
+    roost = err[len(layout):-7]
     check(len(roost) > 0 and re.fullmatch(r"roost: report of pid \d+ \(.*\) at [-0-9]{10} "
                                           r"[:0-9]{8} UTC", roost[0]) is not None,
           "malloc_stats' roost report names the process: %r" % roost[:1])

@@ -446,6 +446,24 @@ std::map<std::string, uint64_t> expect_counter_lines(const std::vector<std::stri
   return values;
 }
 
+// The huge-page lines that end a text report (api/stats.cc): a heading, then
+// one line per figure, "roost: <name> <value>  <description>" (the value "?"
+// for the two smaps gives where it cannot be read).
+const std::vector<std::string> kHugeFigures = {"heap_bytes_resident", "heap_bytes_huge",
+                                               "collapses_tried",     "collapses_done",
+                                               "collapses_refused",   "blocks_collapsed"};
+constexpr size_t kHugeLines = 7;
+
+void expect_huge_lines(const std::vector<std::string>& got) {
+  ASSERT_GE(got.size(), kHugeLines);
+  size_t first = got.size() - kHugeLines;
+  EXPECT_EQ(got[first], "roost: huge pages:");
+  for (size_t i = 0; i < kHugeFigures.size(); i++) {
+    const std::string& line = got[first + 1 + i];
+    EXPECT_EQ(line.rfind("roost: " + kHugeFigures[i] + " ", 0), 0u) << line;
+  }
+}
+
 // The probe's "stats" output: roost_stats() just before it returned.
 std::map<std::string, uint64_t> parse_stats(const ProbeRun& r) {
   std::map<std::string, uint64_t> m;
@@ -470,8 +488,13 @@ Value parse_json(const std::string& text) {
 void expect_report_of_stats_run(const Value& v, const ProbeRun& r) {
   std::map<std::string, uint64_t> printed = parse_stats(r);
   EXPECT_EQ(v["version"].number, 1u) << r.describe();
-  EXPECT_EQ(v.keys, (std::vector<std::string>{"version", "process", "totals", "classes"}));
+  EXPECT_EQ(v.keys,
+            (std::vector<std::string>{"version", "process", "totals", "classes", "huge_pages"}));
   EXPECT_EQ(v["process"].keys, (std::vector<std::string>{"pid", "program", "time"}));
+  EXPECT_EQ(v["huge_pages"].keys, kHugeFigures) << r.describe();
+  EXPECT_LE(v["huge_pages"]["heap_bytes_huge"].number,
+            v["huge_pages"]["heap_bytes_resident"].number)
+      << r.describe();
   EXPECT_EQ(v["process"]["pid"].number, static_cast<uint64_t>(r.pid)) << r.describe();
   EXPECT_EQ(v["process"]["program"].string, probe_name()) << r.describe();
   std::string when = v["process"]["time"].string;
@@ -551,8 +574,10 @@ TEST(OptionsEnv, StatsTextIsTheBooleanForm) {
   ProbeRun text = run_probe("stats", {"ROOST_STATS=text"});
   ProbeRun one = run_probe("stats", {"ROOST_STATS=1"});
   std::vector<std::string> got = lines(text.err);
-  // The header, a line per counter; no message was sent, so no note.
-  ASSERT_EQ(got.size(), kCounters.size() + 1) << text.describe();
+  // The header, a line per counter; no message was sent, so no note; the
+  // huge-page lines.
+  ASSERT_EQ(got.size(), kCounters.size() + 1 + kHugeLines) << text.describe();
+  expect_huge_lines(got);
   expect_text_header(got[0], text.pid);
   std::map<std::string, uint64_t> printed = expect_counter_lines(got);
   EXPECT_EQ(printed, parse_stats(text)) << text.describe();
@@ -578,14 +603,15 @@ TEST(OptionsEnv, StatsTextExplainsMessagesInFlight) {
       EXPECT_GE(in_flight, 1000u) << r.describe();
     }
     if (in_flight == 0) {
-      EXPECT_EQ(got.size(), kCounters.size() + 1) << r.describe();
+      EXPECT_EQ(got.size(), kCounters.size() + 1 + kHugeLines) << r.describe();
       continue;
     }
-    ASSERT_EQ(got.size(), kCounters.size() + 2) << r.describe();
-    EXPECT_EQ(got.back(), "roost: note: messages_received is " + std::to_string(in_flight) +
-                              " below messages_sent: those objects were still on their way "
-                              "home (in outboxes, BatchIt caches or unread inboxes) when the "
-                              "report was taken");
+    ASSERT_EQ(got.size(), kCounters.size() + 2 + kHugeLines) << r.describe();
+    EXPECT_EQ(got[kCounters.size() + 1],
+              "roost: note: messages_received is " + std::to_string(in_flight) +
+                  " below messages_sent: those objects were still on their way "
+                  "home (in outboxes, BatchIt caches or unread inboxes) when the "
+                  "report was taken");
   }
 }
 
@@ -644,7 +670,7 @@ TEST(OptionsEnv, StatsFileTakesTheFormRoostStatsNames) {
   EXPECT_EQ(r.err, "") << r.describe();
   EXPECT_EQ(dir.files(), std::vector<std::string>{"100%.txt"});
   std::string text = dir.read("100%.txt");
-  EXPECT_EQ(lines(text).size(), kCounters.size() + 1) << text;
+  EXPECT_EQ(lines(text).size(), kCounters.size() + 1 + kHugeLines) << text;
   EXPECT_EQ(text.find('#'), std::string::npos) << "the old contents were not truncated";
   ASSERT_FALSE(lines(text).empty());
   expect_text_header(lines(text)[0], r.pid);

@@ -14,7 +14,8 @@ Checks:
   - the measure can fail: matplotlib's default colour cycle, which the plots used before,
     falls below the threshold (orange and green under protanopia, 1.3 units);
   - every allocator gets a look of its own (colour, marker, line style, hatch), the first
-    len(PALETTE) each a different colour and every one a second cue besides colour;
+    len(PALETTE) each a different colour and every one a second cue besides colour, and
+    roost's colour (the first) no other allocator's;
   - the plot code uses them: plots.plot_all, run on a made-up suite result against a stand-in
     for matplotlib that records each call, draws every series and bar in its allocator's
     style; and the relative plot shows throughput relative to roost's, higher is better
@@ -173,6 +174,8 @@ def check_styles():
     check(sorted(s["color"] for s in first) == sorted(plots.PALETTE),
           "the first allocators each take a different colour of PALETTE")
     check(all(s["color"] in plots.PALETTE for s in looks), "every colour from PALETTE")
+    check(all(s["color"] != looks[0]["color"] for s in looks[1:]),
+          "roost's colour (the first) is no other allocator's")
     for i, j in itertools.combinations(range(n), 2):
         a, b = looks[i], looks[j]
         if a["color"] == b["color"]:

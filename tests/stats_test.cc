@@ -109,8 +109,16 @@ TEST(Stats, JsonHoldsEveryCounterAndAgreesWithRoostStats) {
   ASSERT_EQ(roost_stats(&s), 0);
   Value v = json_value();  // nothing allocates through roost in between
   ASSERT_EQ(v.kind, Value::kObject);
-  EXPECT_EQ(v.keys, (std::vector<std::string>{"version", "process", "totals", "classes"}));
+  EXPECT_EQ(v.keys,
+            (std::vector<std::string>{"version", "process", "totals", "classes", "huge_pages"}));
   EXPECT_EQ(v["version"].number, 1u);
+  EXPECT_EQ(v["huge_pages"].keys,
+            (std::vector<std::string>{"heap_bytes_resident", "heap_bytes_huge", "collapses_tried",
+                                      "collapses_done", "collapses_refused", "blocks_collapsed"}));
+  // The heap holds the 100 objects: some of it is resident.
+  EXPECT_GT(v["huge_pages"]["heap_bytes_resident"].number, 0u);
+  EXPECT_LE(v["huge_pages"]["heap_bytes_huge"].number,
+            v["huge_pages"]["heap_bytes_resident"].number);
   EXPECT_EQ(v["process"]["pid"].number, static_cast<uint64_t>(getpid()));
   EXPECT_EQ(v["process"]["program"].string, program_invocation_short_name);
   EXPECT_EQ(v["process"]["time"].string.size(), strlen("2026-11-25T09:12:03Z"));

@@ -25,6 +25,20 @@ VARIANTS = {
     "roost-noreserve": ("libroost.so", {"ROOST_SLAB_RESERVE": "0"},
                         "libroost.so with ROOST_SLAB_RESERVE=0 (no per-thread cache of "
                         "empty slabs)"),
+    "roost-hugeoff": ("libroost.so", {"ROOST_HUGEPAGES": "off"},
+                      "libroost.so with ROOST_HUGEPAGES=off (no transparent huge pages)"),
+}
+
+# Peer variants, opt-in by name as well: name -> (the peer, extra environment, what it
+# is). MIMALLOC_ALLOW_THP=0 (mimalloc 3's option allow_thp, in both 3.3's and 3.4's
+# src/options.c) makes mimalloc disable transparent huge pages for the whole process
+# (prctl PR_SET_THP_DISABLE) and never advise them.
+PEER_VARIANTS = {
+    "mimalloc-v3-nothp": ("mimalloc-v3", {"MIMALLOC_ALLOW_THP": "0"},
+                          "mimalloc-v3 with MIMALLOC_ALLOW_THP=0 (no transparent huge pages)"),
+    "mimalloc-v34-nothp": ("mimalloc-v34", {"MIMALLOC_ALLOW_THP": "0"},
+                           "mimalloc-v34 with MIMALLOC_ALLOW_THP=0 (no transparent huge "
+                           "pages)"),
 }
 
 
@@ -145,6 +159,14 @@ def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
             a = Allocator(name, extra_libs[base], extra, "", "a roost library given by --roost-lib")
         elif base == GLIBC:
             a = Allocator(name, None, extra, glibc_version(), "the C library (no preload)")
+        elif base in PEER_VARIANTS:
+            peer, env, what = PEER_VARIANTS[base]
+            p = found[peer]
+            if "missing" in p:
+                a = Allocator(name, env=dict(env, **extra), missing=p["missing"])
+            else:
+                a = Allocator(name, p["lib"], dict(env, **extra), p["version"],
+                              f"{p['source']}; {what}")
         else:
             p = found[base]
             if "missing" in p:
@@ -160,6 +182,7 @@ def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
         peer_names = []
         for n in names:
             base = n.partition("@")[0]
+            base = PEER_VARIANTS[base][0] if base in PEER_VARIANTS else base
             if (base not in (ROOST, GLIBC) and base not in VARIANTS and base not in extra_libs
                     and base not in peer_names):
                 peer_names.append(base)

@@ -13,8 +13,8 @@ import tempfile
 import time
 
 from . import docs, measure, plots, programs, report
-from .allocators import (GLIBC, ROOST, VARIANTS, git_commit, machine_info, parse_roost_libs,
-                         resolve_allocators)
+from .allocators import (GLIBC, PEER_VARIANTS, ROOST, VARIANTS, git_commit, machine_info,
+                         parse_roost_libs, resolve_allocators)
 from .common import BENCH_DIR, REPO, forget_written, list_written, log, parse_list, rel
 from .peers import DEFAULT_PEERS, OPT_IN_PEERS, PEER_NAMES
 from .workloads import (DEFAULT_THREADS_FULL, SELF_TEST_WORKLOADS, WORKLOADS, make_cases,
@@ -47,7 +47,8 @@ def print_list(table, bindir):
     print("Allocators: roost, glibc, " + ", ".join(DEFAULT_PEERS)
           + " (peers from bench/suitelib/peers.py); opt-in peers: " + ", ".join(OPT_IN_PEERS)
           + "; opt-in variants: "
-          + "; ".join(f"{k} ({v[2]})" for k, v in VARIANTS.items()))
+          + "; ".join(f"{k} ({v[2]})" for k, v in list(VARIANTS.items())
+                      + list(PEER_VARIANTS.items())))
 
 
 def self_test(opts):
@@ -239,7 +240,8 @@ def run(opts, ap, table, argv):
     extra_libs = parse_roost_libs(opts.roost_lib, ap.error)
     chosen = parse_list(opts.allocators) if opts.allocators else None
     if chosen:
-        known = {ROOST, GLIBC} | set(VARIANTS) | set(PEER_NAMES) | set(extra_libs)
+        known = ({ROOST, GLIBC} | set(VARIANTS) | set(PEER_VARIANTS) | set(PEER_NAMES)
+                 | set(extra_libs))
         bad = [a for a in chosen if a.partition("@")[0] not in known]
         if bad:
             ap.error(f"unknown allocator(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")

@@ -9,6 +9,13 @@ Provides each peer as a shared library to LD_PRELOAD, ready and checked:
     tcmalloc   libtcmalloc-minimal4  libtcmalloc_minimal.so.4   (gperftools)
     tbbmalloc  libtbbmalloc2         libtbbmalloc_proxy.so.2    (the proxy: the
                package's libtbbmalloc.so.2 only exports scalable_malloc & co.)
+- PyPI wheels that ship an allocator's shared library, downloaded with pip
+  (`python3 -m pip download --no-deps --only-binary=:all:`, the pinned
+  version) into <build_root>/pypi/ and the library taken out of the wheel (a
+  zip) into <build_root>/<name>-<version>/; peer.json records it as for a
+  built peer, so later calls download nothing:
+    mimalloc-v34 cmeel-mimalloc 3.4.3 (cmeel.prefix/lib/libmimalloc.so.3.4:
+                 mimalloc 3.4.3, release, MI_OVERRIDE)  -> libmimalloc.so.3.4
 - built here from the sources that crates.io's "-sys" crates carry, with each
   allocator's own CMake build in Release:
     snmalloc     snmalloc-sys (its upstream/ tree; the crate's version is
@@ -153,7 +160,17 @@ BUILT = collections.OrderedDict([
         "version_from": "crate major", "options": ["VARIANT=light"], "opt_in": True}),
 ])
 
-PEER_NAMES = list(DEBIAN) + list(BUILT)
+# PyPI peers: name -> the distribution, its pinned version, and the library's path inside
+# its wheel (the file preloaded, under its own name in <build_root>/<name>-<version>/).
+# cmeel-mimalloc 3.4.3 is mimalloc 3.4.3, the newest release (the crate above pins 3.3).
+PYPI = collections.OrderedDict([
+    ("mimalloc-v34", {"dist": "cmeel-mimalloc", "version": "3.4.3",
+                      "member": "cmeel.prefix/lib/libmimalloc.so.3.4"}),
+])
+
+# Table order: the PyPI mimalloc right after the crate's mimalloc-v3.
+PEER_NAMES = list(DEBIAN) + [n for n in BUILT if not BUILT[n].get("opt_in")] + list(PYPI) + \
+    [n for n in BUILT if BUILT[n].get("opt_in")]
 OPT_IN_PEERS = [n for n, spec in BUILT.items() if spec.get("opt_in")]
 DEFAULT_PEERS = [n for n in PEER_NAMES if n not in OPT_IN_PEERS]
 
@@ -672,6 +689,64 @@ def _build_peer(name, spec, build_root, sources, install):
     return {"lib": lib, "version": version, "source": source}
 
 
+# --- PyPI wheels -----------------------------------------------------------------------------
+
+
+def _pypi_peer(name, build_root, install):
+    spec = PYPI[name]
+    dist, version, member = spec["dist"], spec["version"], spec["member"]
+    out = os.path.join(build_root, f"{name}-{version}")
+    lib = os.path.join(out, os.path.basename(member))
+    source = f"PyPI {dist} {version}"
+    try:
+        with open(os.path.join(out, "peer.json")) as f:
+            rec = json.load(f)
+        if rec.get("dist") == dist and rec.get("version") == version and os.path.isfile(lib):
+            return {"lib": lib, "version": version, "source": source}
+    except (OSError, ValueError):
+        pass
+    wheels = os.path.join(build_root, "pypi")
+    os.makedirs(wheels, exist_ok=True)
+    prefix = dist.replace("-", "_") + "-" + version + "-"
+    found = [w for w in sorted(os.listdir(wheels)) if w.startswith(prefix) and w.endswith(".whl")]
+    if not found:
+        if not install:
+            return {"missing": f"not downloaded under {build_root}, and --no-install was given"}
+        logpath = os.path.join(wheels, f"{dist}-{version}.log")
+        log(f"peers: downloading {dist} {version} from PyPI with pip (log: {logpath})")
+        with open(logpath, "w") as logf:
+            st = _run_logged([sys.executable, "-m", "pip", "download", "--no-deps",
+                              "--only-binary=:all:", "--disable-pip-version-check",
+                              "--retries", "1", "--timeout", "30", "--dest", wheels,
+                              f"{dist}=={version}"], logf)
+        found = [w for w in sorted(os.listdir(wheels))
+                 if w.startswith(prefix) and w.endswith(".whl")]
+        if st != 0 or not found:
+            return {"missing": f"`pip download {dist}=={version}` failed (log: {logpath}): "
+                               f"{' '.join(_file_tail(logpath, 1)).strip() or '?'}"}
+    wheel = os.path.join(wheels, found[-1])
+    import zipfile
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            data = z.read(member)
+    except (OSError, KeyError, zipfile.BadZipFile) as e:
+        return {"missing": f"{wheel}: no {member} ({e})"}
+    os.makedirs(out, exist_ok=True)
+    with open(lib + ".tmp", "wb") as f:
+        f.write(data)
+    os.chmod(lib + ".tmp", 0o755)
+    os.replace(lib + ".tmp", lib)
+    err = preload_check(lib)
+    if err:
+        return {"missing": f"{lib}: {err}"}
+    note_written(out, f"{name} {version} taken from {os.path.basename(wheel)}, kept for later runs")
+    with open(os.path.join(out, "peer.json"), "w") as f:
+        json.dump({"name": name, "lib": lib, "version": version, "source": source,
+                   "dist": dist, "wheel": os.path.basename(wheel), "member": member,
+                   "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, f, indent=1)
+    return {"lib": lib, "version": version, "source": source}
+
+
 @contextlib.contextmanager
 def _locked(build_root):
     """Serializes concurrent callers on one build root (the second waits for the first)."""
@@ -692,7 +767,8 @@ def ensure_peers(build_root=DEFAULT_BUILD_ROOT, names=None, install=True):
     """Makes the peer allocators available; returns an ordered dict in PEER_NAMES order.
 
     Each value is {"lib": absolute path, "version": allocator version, "source":
-    "debian <package> <package version>" or "crates.io <crate> <crate version>"},
+    "debian <package> <package version>", "PyPI <distribution> <version>" or
+    "crates.io <crate> <crate version>"},
     or {"missing": reason}. `build_root` (relative: to the repository root) caches
     the built peers. With install=False nothing is installed, downloaded or built:
     only what is already there is offered. `names` picks peers (default:
@@ -722,6 +798,8 @@ def ensure_peers(build_root=DEFAULT_BUILD_ROOT, names=None, install=True):
             try:
                 if name in DEBIAN:
                     r = _debian_peer(name, installer)
+                elif name in PYPI:
+                    r = _pypi_peer(name, build_root, install)
                 else:
                     r = _build_peer(name, BUILT[name], build_root, sources, install)
                 if "lib" in r:

@@ -26,11 +26,13 @@ from .workloads import UNITS
 # Paul Tol's "muted" qualitative scheme: nine colours chosen to stay apart for readers with
 # protanopia, deuteranopia or tritanopia as well as for everyone else (at least 11 CIEDE2000
 # units between any two under the simulations tests/plot_palette_check.py runs). One per
-# allocator, in the run's order (roost first), which a default run's nine allocators fill.
+# allocator, in the run's order (roost first); a default run has ten allocators, so its last
+# (mimalloc-v34) starts the second round.
 PALETTE = ("#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99",
            "#999933", "#AA4499")
 # The second cue: a marker per allocator on lines, a hatch on bars; and past the palette's
-# length, where colours come round again, dashed lines.
+# length, where colours come round again, dashed lines. The second round leaves out the first
+# colour: roost's stays its own.
 MARKERS = "os^vD<>pP*Xh"
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--", "||", "**", "OO", "/.")
 
@@ -38,7 +40,9 @@ HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--", "||", "**", "OO", "/.
 def style(i):
     """The look of the i-th allocator of a plot: {color, marker, linestyle, hatch}, each
     allocator's combination its own."""
-    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
+    n = len(PALETTE)
+    colour = PALETTE[i] if i < n else PALETTE[1 + (i - n) % (n - 1)]
+    return {"color": colour, "marker": MARKERS[i % len(MARKERS)],
             "linestyle": "-" if i < len(PALETTE) else "--", "hatch": HATCHES[i % len(HATCHES)]}
 
 

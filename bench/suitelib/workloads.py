@@ -7,7 +7,8 @@ import re
 
 # Units of the figure fields: field -> what one unit of work is.
 UNITS = {"objects_per_sec": "objects/s", "msgs_per_sec": "msgs/s", "ops_per_sec": "ops/s",
-         "writes_per_sec": "writes/s", "steps_per_sec": "steps/s", "runs_per_sec": "runs/s"}
+         "writes_per_sec": "writes/s", "steps_per_sec": "steps/s", "runs_per_sec": "runs/s",
+         "mib_per_sec": "MiB/s"}
 
 DEFAULT_THREADS_FULL = [1, 2, 4, 8, 16]
 # In a thread sweep every case does this fraction of the base configuration's
@@ -31,13 +32,15 @@ class Workload:
     program's peak live KiB (frag), or the bound it keeps its memory within
     (sharedcache's budget), shown next to the peak RSS; live_label: what that
     field is, in the table's heading ("peak live", "budget"). cpu: the tables
-    also show the run's CPU and system time. stresses: one line for the tables.
+    also show the run's CPU and system time. stresses: one line for the tables. tiny: the
+    work amount of the check run (default: tiny_args()'s rule).
     """
 
     def __init__(self, key, label, program, args, field, work, threads=None, sets=("full",),
                  sweep=None, min_threads=1, live=None, live_label="peak live", cpu=False,
-                 stresses=""):
+                 stresses="", tiny=None):
         self.key, self.label, self.program = key, label, program
+        self.tiny = tiny
         self.args, self.field, self.work, self.threads = list(args), field, work, threads
         self.sets = sets
         self.sweep = (threads is not None) if sweep is None else sweep
@@ -212,6 +215,15 @@ WORKLOADS = [
              "large", ["-t", "1", "-n", "800", "-s", "5m", "-S", "25m", "-k", "20", "-z", "1",
                        "-r", "1", "-a", "1"], "ops_per_sec", "-n", sweep=False, sets=("default", "full"),
              stresses="freed buffers reused without faulting them in again"),
+    # Huge pages (issue 58): what the TLB gains (no hardware counters here: the chase's time
+    # is the proxy) and what a start-up that faults in a big heap pays (bench/stalls.py runs
+    # it many times for the slowest runs).
+    Workload("tlbwalk", "pointer chase through 256 MiB of 64..256 B objects in random order",
+             "tlbwalk", ["-m", "256", "-n", "4"], "steps_per_sec", "-n", tiny=1,
+             stresses="page walks: a TLB entry per 4 KiB page of the heap, or per 2 MiB one"),
+    Workload("bigstart", "start-up: 200 MiB at once (4 buffers of 32 MiB, small objects), exit",
+             "bigstart", ["-m", "200"], "mib_per_sec", "-m", tiny=200,
+             stresses="faulting a fresh heap in; huge pages assembled on the program's thread"),
 ]
 
 # The table of --self-test: two tiny workloads and one whose program is never built.

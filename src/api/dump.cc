@@ -125,6 +125,7 @@ void write_dump() {
   if (profile::on()) write_file(n, ".heap", "heap profile", write_profile, nullptr);
   bool text = options::get(options::kStats) == options::kReportText;
   stats::take(g_snapshot);
+  stats::take_huge_pages(g_snapshot);
   write_file(n, text ? ".stats.txt" : ".stats.json", "statistics", write_stats, &text);
 }
 

@@ -99,6 +99,7 @@ struct mallinfo mallinfo() {
 void malloc_stats() {
   stats::Snapshot s;
   stats::take(s);
+  stats::take_huge_pages(s);
   View v = view(s);
   char buf[512];
   int fd = 2;

@@ -13,7 +13,9 @@
 
 #include "api/api.h"
 #include "api/timeline.h"
+#include "backend/address_space.h"
 #include "backend/chunk_allocator.h"
+#include "backend/huge_pages.h"
 #include "backend/large.h"
 #include "backend/meta_arena.h"
 #include "backend/pagemap.h"
@@ -186,7 +188,49 @@ void take(Snapshot& s) {
   out.messages_sent = out.remote_frees + out.messages_forwarded;
 }
 
+void take_huge_pages(Snapshot& s) {
+  Snapshot::HugePages& h = s.huge_pages;
+  h = {};
+  h.read = true;
+  os::MappedBytes mapped;
+  h.mapped_known = address_space::heap_mapped_bytes(&mapped);
+  if (h.mapped_known) {
+    h.heap_resident = mapped.resident;
+    h.heap_huge = mapped.huge;
+  }
+  huge_pages::Counts c = huge_pages::counts();
+  h.collapses_tried = c.collapses_tried;
+  h.collapses_done = c.collapses_done;
+  h.collapses_refused = c.collapses_refused;
+  h.blocks_collapsed = c.blocks_collapsed;
+}
+
 namespace {
+
+// The huge-page figures of the reports: name, description, value (nullptr
+// for the two smaps could not give).
+struct HugeFigure {
+  const char* name;
+  const char* description;
+  const uint64_t* value;
+};
+
+constexpr unsigned kHugeFigures = 6;
+
+void huge_figures(const Snapshot::HugePages& h, HugeFigure (&f)[kHugeFigures]) {
+  const uint64_t* resident = h.mapped_known ? &h.heap_resident : nullptr;
+  const uint64_t* huge = h.mapped_known ? &h.heap_huge : nullptr;
+  f[0] = {"heap_bytes_resident",
+          "resident bytes of roost's heap now (Rss of its mappings, /proc/self/smaps)", resident};
+  f[1] = {"heap_bytes_huge",
+          "of heap_bytes_resident: backed by transparent huge pages (AnonHugePages)", huge};
+  f[2] = {"collapses_tried", "dense 2 MiB blocks the service asked the kernel to collapse",
+          &h.collapses_tried};
+  f[3] = {"collapses_done", "of those, collapsed into a huge page", &h.collapses_done};
+  f[4] = {"collapses_refused", "of those, refused (no huge page to give, or no MADV_COLLAPSE)",
+          &h.collapses_refused};
+  f[5] = {"blocks_collapsed", "blocks roost holds as collapsed now", &h.blocks_collapsed};
+}
 
 // Seconds since the epoch as "YYYY-MM-DD hh:mm:ss" (UTC), written with
 // `between` between the date and the time.
@@ -277,6 +321,25 @@ void write_text(err::Text& out, const Snapshot& s) {
         " below messages_sent: those objects were still on their way home (in outboxes, "
         "BatchIt caches or unread inboxes) when the report was taken\n");
   }
+  if (!s.huge_pages.read) return;
+  HugeFigure f[kHugeFigures];
+  huge_figures(s.huge_pages, f);
+  out.str("roost: huge pages:\n");
+  for (const HugeFigure& h : f) {
+    out.str("roost: ").str_padded(h.name, kNameWidth);
+    if (h.value == nullptr) {
+      out.str_padded("?", kValueWidth).str("  ").str(h.description);
+      out.str(" (/proc/self/smaps cannot be read)\n");
+      continue;
+    }
+    out.dec_padded(*h.value, kValueWidth).str("  ").str(h.description);
+    if (counts_bytes(h.name) && *h.value >= 1024) {
+      out.str(" (");
+      write_size(out, *h.value);
+      out.chr(')');
+    }
+    out.chr('\n');
+  }
 }
 
 void write_json(err::Text& out, const Snapshot& s) {
@@ -305,7 +368,24 @@ void write_json(err::Text& out, const Snapshot& s) {
     out.chr('}');
     sep = ",";
   }
-  out.str("]}");
+  out.chr(']');
+  if (s.huge_pages.read) {
+    HugeFigure f[kHugeFigures];
+    huge_figures(s.huge_pages, f);
+    out.str(",\"huge_pages\":{");
+    sep = "";
+    for (const HugeFigure& h : f) {
+      out.str(sep).chr('"').str(h.name).str("\":");
+      if (h.value == nullptr) {
+        out.str("null");
+      } else {
+        out.dec(*h.value);
+      }
+      sep = ",";
+    }
+    out.chr('}');
+  }
+  out.chr('}');
 }
 
 }  // namespace roost::stats
@@ -332,6 +412,7 @@ ROOST_EXPORT int roost_stats_json(char* buf, size_t len) {
   if (buf == nullptr && len != 0) return -1;
   stats::Snapshot s;
   stats::take(s);
+  stats::take_huge_pages(s);
   err::Text out(buf, len);
   stats::write_json(out, s);
   return static_cast<int>(out.length());
@@ -340,6 +421,7 @@ ROOST_EXPORT int roost_stats_json(char* buf, size_t len) {
 ROOST_EXPORT void roost_print_stats(void) {
   stats::Snapshot s;
   stats::take(s);
+  stats::take_huge_pages(s);
   char buf[512];
   int fd = 2;
   err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
@@ -364,6 +446,7 @@ ROOST_COMMON_TEXT __attribute__((destructor)) static void report_at_exit() {
   }
   stats::Snapshot s;
   stats::take(s);
+  stats::take_huge_pages(s);
   char buf[512];
   err::Text out(buf, sizeof(buf), err::Text::to_fd, &fd);
   if (form == options::kReportJson) {

@@ -37,6 +37,12 @@ size_t g_region_used = 0;     // its bytes before the next region
 
 bool in_window() { return pagemap::grows(); }
 
+// Regions the kernel placed (outside the window), for ranges(): the first
+// kTrackedRegions of them.
+constexpr size_t kTrackedRegions = 64;
+os::AddressRange g_placed[kTrackedRegions];
+size_t g_placed_count = 0;
+
 // The first run of `count` free slots whose first is a multiple of
 // `align_slots`; 0 if there is none.  Lock held.
 uintptr_t find_free_run(size_t count, size_t align_slots) {
@@ -146,6 +152,10 @@ ROOST_COMMON_TEXT void* reserve_region(unsigned min_order, unsigned* order) {
   for (unsigned o = preferred_order(min_order);; o--) {
     size_t size = size_t{1} << o;
     void* p = in_window() ? place_region(size) : os::reserve_aligned(size, size);
+    if (p != nullptr && !in_window() && g_placed_count < kTrackedRegions) {
+      auto at = reinterpret_cast<uintptr_t>(p);
+      g_placed[g_placed_count++] = {at, at + size};
+    }
     if (p != nullptr) {
       memcheck::unaddressable(p, size);  // (memcheck: what is not handed out)
       *order = o;
@@ -222,6 +232,45 @@ void report_cannot_start(const char* what, size_t bytes) {
   }
   line.str(": allocations fail with ENOMEM\n");
   line.emit();
+}
+
+size_t ranges(os::AddressRange* out, size_t max) {
+  if (max == 0) return 0;
+  size_t n = 0;
+  auto add = [out, max, &n](uintptr_t begin, uintptr_t end) {
+    if (n != 0 && (out[n - 1].end == begin || n == max)) {
+      out[n - 1].end = end;  // adjacent, or no room: the last one grows
+    } else {
+      out[n++] = {begin, end};
+    }
+  };
+  LockGuard guard(g_lock);
+  if (in_window()) {
+    for (uintptr_t s = pagemap::window_start() >> kSlotBits; s < kEndSlot; s++)
+      if (g_slots[s] == Slot::kRegions || g_slots[s] == Slot::kHuge)
+        add(s << kSlotBits, (s + 1) << kSlotBits);
+  } else {
+    // In the order reserved: sorted here (a few entries).
+    os::AddressRange sorted[kTrackedRegions];
+    size_t count = g_placed_count;
+    for (size_t i = 0; i < count; i++) {
+      size_t j = i;
+      for (; j > 0 && sorted[j - 1].begin > g_placed[i].begin; j--) sorted[j] = sorted[j - 1];
+      sorted[j] = g_placed[i];
+    }
+    for (size_t i = 0; i < count; i++) add(sorted[i].begin, sorted[i].end);
+  }
+  return n;
+}
+
+bool heap_mapped_bytes(os::MappedBytes* out) {
+  os::AddressRange found[64];
+  size_t n = ranges(found, 64);
+  if (n == 0) {
+    *out = {0, 0};
+    return true;
+  }
+  return os::mapped_bytes(found, n, out);
 }
 
 void lock_for_fork() { g_lock.lock(); }

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "platform/os.h"
+
 namespace roost::address_space {
 
 // A region for the chunk allocator: 2^*order bytes aligned to its size,
@@ -53,6 +55,19 @@ size_t huge_above();
 // metadata block, its first region), with the address-space limit if there is one.  Allocations
 // fail with ENOMEM meanwhile; roost starts at a later call once there is room.
 void report_cannot_start(const char* what, size_t bytes);
+
+// roost's ranges, for reports: in the window, the slots that hold regions
+// or huge objects (adjacent ones joined); outside it, the regions reserved
+// (the first kTrackedRegions: under sanitizers, where the kernel places
+// them; huge objects there are not counted).  At most `max` into `out`,
+// in address order; past that the last one grows to take in the rest.
+// Returns how many.
+size_t ranges(os::AddressRange* out, size_t max);
+
+// What the kernel maps in those ranges now (os::mapped_bytes): the resident
+// bytes and those of them backed by transparent huge pages.  False where
+// /proc/self/smaps cannot be read.  Slow: for reports only.
+bool heap_mapped_bytes(os::MappedBytes* out);
 
 void lock_for_fork();
 void unlock_after_fork(bool child);

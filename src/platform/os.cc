@@ -326,6 +326,109 @@ bool huge_pages_on_advice() {
   return read_decimal(s) == uint64_t{2} << 20;
 }
 
+namespace {
+
+// The fields of /proc/self/smaps that mapped_bytes() reads: a mapping's
+// first line ("start-end perms offset dev inode path", the addresses in
+// lowercase hex) starts its record, and its fields follow, one a line
+// ("Name:   N kB", names capitalised).
+struct SmapsSum {
+  const AddressRange* ranges;
+  size_t count;
+  bool inside = false;  // does the current mapping overlap a range?
+  MappedBytes sum = {0, 0};
+
+  static bool hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+  static uint64_t read_hex(const char*& s, const char* end) {
+    uint64_t v = 0;
+    for (; s < end && hex_digit(*s); s++)
+      v = v * 16 + static_cast<uint64_t>(*s <= '9' ? *s - '0' : *s - 'a' + 10);
+    return v;
+  }
+
+  // "Name:" at `s` followed by spaces, a number and " kB": the number in
+  // bytes; false when the line is another field.
+  static bool field_kib(const char* s, const char* end, const char* name, uint64_t* bytes) {
+    for (; *name != '\0'; name++, s++)
+      if (s >= end || *s != *name) return false;
+    while (s < end && *s == ' ') s++;
+    uint64_t v = 0;
+    for (; s < end && *s >= '0' && *s <= '9'; s++) v = v * 10 + static_cast<uint64_t>(*s - '0');
+    *bytes = v * 1024;
+    return true;
+  }
+
+  // One line, or the start of one too long for the buffer (its start is
+  // all that is read).
+  void line(const char* s, const char* end) {
+    if (s < end && hex_digit(*s)) {
+      const char* p = s;
+      uintptr_t begin = read_hex(p, end);
+      if (p < end && *p == '-') {
+        p++;
+        uintptr_t stop = read_hex(p, end);
+        inside = false;
+        for (size_t i = 0; i < count && !inside; i++)
+          inside = begin < ranges[i].end && ranges[i].begin < stop;
+        return;
+      }
+    }
+    if (!inside) return;
+    uint64_t bytes;
+    if (field_kib(s, end, "Rss:", &bytes)) {
+      sum.resident += bytes;
+    } else if (field_kib(s, end, "AnonHugePages:", &bytes)) {
+      sum.huge += bytes;
+    }
+  }
+};
+
+}  // namespace
+
+bool mapped_bytes(const AddressRange* ranges, size_t count, MappedBytes* out) {
+  *out = {0, 0};
+  int fd = ::open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  SmapsSum sum{ranges, count};
+  char buf[4096];
+  size_t have = 0;        // bytes in buf, the start of a line first
+  bool skipping = false;  // dropping the rest of a line too long for buf
+  bool ok = true;
+  for (;;) {
+    ssize_t n = sys_read(fd, buf + have, sizeof(buf) - have);
+    if (n < 0) {
+      ok = false;
+      break;
+    }
+    if (n == 0) {
+      if (have != 0 && !skipping) sum.line(buf, buf + have);
+      break;
+    }
+    have += static_cast<size_t>(n);
+    const char* s = buf;
+    const char* end = buf + have;
+    for (;;) {
+      const char* nl = static_cast<const char*>(memchr(s, '\n', static_cast<size_t>(end - s)));
+      if (nl == nullptr) break;
+      if (!skipping) sum.line(s, nl);
+      skipping = false;
+      s = nl + 1;
+    }
+    have = static_cast<size_t>(end - s);
+    if (have == sizeof(buf)) {  // one line fills the buffer: read its start
+      if (!skipping) sum.line(buf, buf + have);
+      skipping = true;
+      have = 0;
+    } else if (have != 0 && s != buf) {
+      memmove(buf, s, have);
+    }
+  }
+  ::close(fd);
+  *out = sum.sum;
+  return ok;
+}
+
 bool advise_huge_pages(void* p, size_t size, bool on) {
   return madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
 }

@@ -100,6 +100,23 @@ bool huge_pages_on_advice();
 // are.  False if the OS refused.
 bool advise_huge_pages(void* p, size_t size, bool on);
 
+// Addresses [begin, end).
+struct AddressRange {
+  uintptr_t begin, end;
+};
+// What the kernel maps in some ranges: the resident bytes (Rss) and, of
+// those, the bytes backed by transparent huge pages (AnonHugePages).
+struct MappedBytes {
+  uint64_t resident, huge;
+};
+// Sums Rss and AnonHugePages of /proc/self/smaps over the mappings that
+// overlap any of `ranges` (`count` of them): a mapping is counted whole, so
+// the ranges should cover whole mappings (roost's own).  False where smaps
+// cannot be read.  The file is read in pieces through a fixed buffer on the
+// stack (no allocation), but the kernel walks every mapping's page tables
+// to write it: slow, for reports only.
+bool mapped_bytes(const AddressRange* ranges, size_t count, MappedBytes* out);
+
 // The process's address-space limit (RLIMIT_AS, `ulimit -v`) in bytes;
 // SIZE_MAX when there is none.
 size_t address_space_limit();
