@@ -78,15 +78,16 @@ ROOST_RACY_READER void add_slab_free_objects(const ChunkMeta* m, void* totals) {
   if (owner != nullptr && owner->parked()) c.parked++;
 }
 
-void sum_allocators(AllocatorTotals& t) {
+// `offload`: holds full offload's side still, whose corrections turn the
+// allocators' counts into the program's.
+void sum_allocators(AllocatorTotals& t, const offload::Still& offload) {
   // Parked allocators still: the service delivering their mail moves
   // objects between their list balances and their slabs.
   pool::Still parked;
   pool::for_each([&t](const Allocator& a) {
     const ClassCounters& c = a.class_counters();
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
-      t.allocs[sc] +=
-          c.allocs.read(sc) - read_counter(c.allocs_taken_back[sc]) + a.sampled_allocs(sc);
+      t.allocs[sc] += c.allocs.read(sc) + a.sampled_allocs(sc);
       t.frees[sc] += read_counter(c.frees[sc]) + a.list_balance(sc) + a.remote_frees_sent(sc);
       t.slabs[sc] += a.slab_count(sc);
     }
@@ -103,7 +104,12 @@ void sum_allocators(AllocatorTotals& t) {
   // whole in a sleeping thread's mail: counted apart.
   t.messages.add(Messenger::alone_counters());
   t.messages.add(Messenger::collected_counters());
-  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) t.frees[sc] += heap::unbound_frees(sc);
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
+    t.frees[sc] += heap::unbound_frees(sc);
+    offload::ClassCorrection k = offload.correction(sc);
+    t.allocs[sc] -= k.made;
+    t.frees[sc] += k.given - k.unmade;
+  }
 }
 
 }  // namespace
@@ -116,7 +122,7 @@ void take(Snapshot& s) {
   offload::Still still;
   offload::Counters oc = still.counters();
   AllocatorTotals t;
-  sum_allocators(t);
+  sum_allocators(t, still);
   struct roost_stats& out = s.totals;
 #define ROOST_STAT(name, source, description) ROOST_STAT_FROM_##source(name)
 #define ROOST_STAT_FROM_message(name) out.name = t.messages.name;

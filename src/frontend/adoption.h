@@ -16,20 +16,28 @@
 // (frontend/ownership.h).  So an exited thread's half-used
 // slabs fill with its successors' objects, as a shared heap's would.
 // Experimental, off unless ROOST_ADOPT=1 (without it the pool offers
-// nothing and installs no hook).
+// nothing and installs no hook).  Both sides reach an allocator's slabs
+// through Slabs (its SizeClassSlabs and chunk cache), which the allocator
+// hands out and knows nothing more of: giving up and adopting are this
+// component's steps, not the allocator's.
 //
 // Owns: the per-class hint (some parked allocator may give a slab of the
-// class), the hook by which a refill reaches the pool's slabs, and the
-// count of slabs adopted.  Must never: be consulted on a fast path, wait
-// for the pool lock, or change a slab's owner outside it.
+// class), the hook by which a refill reaches the pool's slabs, the steps
+// that give a slab up and adopt it, and the count of slabs adopted.  Must
+// never: be consulted on a fast path, wait for the pool lock, or change a
+// slab's owner outside it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "backend/chunk_meta.h"
+#include "ds/bits.h"
+#include "ds/freelist.h"
 #include "ds/sizeclass.h"
+#include "frontend/chunk_cache.h"
 #include "frontend/ownership.h"
+#include "frontend/size_class_slabs.h"
 
 namespace roost::adoption {
 
@@ -86,6 +94,45 @@ inline ChunkMeta* take(unsigned sc, const void* adopter) {
 }
 inline bool take(ChunkMeta* m, const void* adopter) {
   return g_source.this_slab != nullptr && g_source.this_slab(m, adopter);
+}
+
+// An allocator's slabs as adoption reaches them: its SizeClassSlabs (whose
+// owner is the allocator) and the chunk cache that charges their spare and
+// takes their empty chunks.
+struct Slabs {
+  SizeClassSlabs& slabs;
+  ChunkCache& chunks;
+};
+
+// ---- the giver's side: a parked allocator, held by the pool lock ----
+
+// The classes (bit `sc`) of which `giver` could give a slab to another.
+inline uint64_t offered_classes(const Slabs& giver) { return giver.slabs.offered_classes(); }
+// A slab of class `sc` given up to `adopter`, its owner from now on
+// (nullptr: none).
+inline ChunkMeta* give_up(const Slabs& giver, unsigned sc, const void* adopter) {
+  return giver.slabs.give_up(sc, adopter, giver.chunks);
+}
+// Slab `m`, one of `giver`'s own, given up to `adopter`.
+inline void give_up(const Slabs& giver, ChunkMeta* m, const void* adopter) {
+  giver.slabs.give_up(m, adopter, giver.chunks);
+}
+
+// ---- the adopter's side: its own thread (a refill, a remote free) ----
+
+// A slab of class `sc` a parked allocator gives up, as the class's active
+// slab of `adopter`: a list for the class's fast list, or nullptr.  (Apart
+// from the refill that calls it, which it would lengthen.)
+ROOST_NOINLINE inline FreeObject* adopt(const Slabs& adopter, unsigned sc) {
+  ChunkMeta* m = take(sc, adopter.slabs.owner());
+  return m != nullptr ? adopter.slabs.adopt(m, adopter.chunks) : nullptr;
+}
+// Slab `m`, whose owner is parked, adopted by `adopter` as it is; false
+// when its owner would not give it up.
+inline bool adopt(const Slabs& adopter, ChunkMeta* m) {
+  if (!take(m, adopter.slabs.owner())) return false;
+  adopter.slabs.adopt_as_is(m, adopter.chunks);
+  return true;
 }
 
 // Is the owner of slab `m` (an allocator) parked?  A thread that frees an

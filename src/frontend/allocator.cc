@@ -201,7 +201,7 @@ ROOST_COMMON_TEXT void* Allocator::take_other_slab(unsigned sc) {
   // Before memory no slab uses (a cached chunk, or fresh): a slab an
   // exited thread's allocator holds half used, if one is offered.
   if (ROOST_UNLIKELY(adoption::may_give(sc))) {
-    if (FreeObject* list = adopt_slab(sc)) return hand_out(sc, list);
+    if (FreeObject* list = adoption::adopt(slabs_for_adoption(), sc)) return hand_out(sc, list);
   }
   if (ROOST_UNLIKELY(backpressure_.should_wait(
           slabs_.bytes_held(), read_counter(messenger_.counters().messages_received)))) {
@@ -210,17 +210,6 @@ ROOST_COMMON_TEXT void* Allocator::take_other_slab(unsigned sc) {
   if (FreeObject* list = slabs_.carve_fresh(sc, chunks_)) return hand_out(sc, list);
   errno = ENOMEM;
   return nullptr;
-}
-
-FreeObject* Allocator::adopt_slab(unsigned sc) {
-  ChunkMeta* m = adoption::take(sc, this);
-  return m != nullptr ? slabs_.adopt(m, chunks_) : nullptr;
-}
-
-bool Allocator::adopt_slab(ChunkMeta* m) {
-  if (!adoption::take(m, this)) return false;
-  slabs_.adopt_as_is(m, chunks_);
-  return true;
 }
 
 FreeObject* Allocator::wait_for_mail(unsigned sc) {
@@ -275,7 +264,7 @@ ROOST_COMMON_TEXT void Allocator::send_remote(ChunkMeta* m, void* p) {
   // An exited thread's slab: adopted, the object is freed as one of our own
   // (and so are the slab's next ones, without a message).
   if (ROOST_UNLIKELY(adoption::on()) && port_ == nullptr && adoption::owner_parked<Allocator>(m) &&
-      adopt_slab(m)) {
+      adoption::adopt(slabs_for_adoption(), m)) {
     if (slab::return_object(m, p)) slab_event(m);
     return;
   }

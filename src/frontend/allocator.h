@@ -11,8 +11,12 @@
 //   Sampler         with the heap profiler on: where each class's next
 //                   sample falls, and objects held back from its fast list
 //   Quarantine      (hardened build) freed objects waiting to go back
-// A class that would take memory no slab uses first adopts a slab an exited
-// thread's allocator gives up, if one is offered (frontend/adoption.h).
+// Two experimental features reach it through one seam each, and keep their
+// state and counting themselves: adoption (ROOST_ADOPT=1, frontend/
+// adoption.h) through adoption::Slabs, its slabs and chunk cache, which
+// both giving up and adopting a slab go through; full offload
+// (ROOST_OFFLOAD=1, frontend/offload.h) through the thread's port, one
+// pointer that its refill and remote-free slow paths test.
 // The fast paths (an object off a class's fast list; an object back into a
 // slab this allocator owns; another allocator's object into the BatchIt
 // cache) are inline here; refilling a class and the other slow paths,
@@ -48,12 +52,13 @@
 namespace roost {
 
 // Small objects allocated by one allocator's thread (hot: every malloc
-// counts, in a word that refills fold into 64 bits: EventCounts), and
-// freed by it onto a full offload's ring, per class.  Its other frees are
-// counted elsewhere: into its own slabs from the slabs
-// (SizeClassSlabs::list_balance), into other allocators' slabs as they are
-// sent (Messenger::sent_by_class).  Statistics read them from other
-// threads, approximately.
+// counts, in a word that refills fold into 64 bits: EventCounts), and its
+// frees that no component below counts (sampled objects, the hardened
+// build's quarantine), per class.  Its other frees are counted elsewhere:
+// into its own slabs from the slabs (SizeClassSlabs::list_balance), into
+// other allocators' slabs as they are sent (Messenger::sent_by_class), onto
+// a full offload's ring by offload (offload::ClassCorrection).  Statistics
+// read them from other threads, approximately.
 struct ClassCounters {
   // Refills count at most two lists apart, each of at most a slab's
   // capacity (under 2^16: fits_slab_record): the list a refill hands out,
@@ -61,8 +66,6 @@ struct ClassCounters {
   EventCounts<sizeclass::kCount, std::conditional_t<config::kNarrowAllocCounts, uint32_t, uint64_t>,
               17>
       allocs;
-  // Allocations the offload side took back (uncount_alloc).
-  uint64_t allocs_taken_back[sizeclass::kCount] = {};
   uint64_t frees[sizeclass::kCount] = {};
 };
 
@@ -283,35 +286,15 @@ class Allocator {
   // The heap profiler's spare chunks, every thread's (trim): true if any.
   static bool release_sampled_spares();
 
-  // ---- adoption (frontend/adoption.h) ----
-  // This allocator is parked, and its caller holds it (the pool lock).
+  // ---- the experimental features' seams ----
 
-  // The classes (bit `sc`) of which it could give a slab to another.
-  uint64_t offered_classes() const { return slabs_.offered_classes(); }
-  // A slab of class `sc` given up to `adopter`, its owner from now on
-  // (nullptr: none).
-  ChunkMeta* give_up_slab(unsigned sc, const void* adopter) {
-    return slabs_.give_up(sc, adopter, chunks_);
-  }
-  // Slab `m`, one of its own, given up to `adopter`.
-  void give_up_slab(ChunkMeta* m, const void* adopter) { slabs_.give_up(m, adopter, chunks_); }
-
-  // ---- full offload (frontend/offload.h) ----
-
-  // The thread's port, when offload is on: its slow paths go there first.
+  // Adoption's (frontend/adoption.h): this allocator's slabs, for giving
+  // one up (it is parked, and its caller holds it: the pool lock).
+  adoption::Slabs slabs_for_adoption() { return {slabs_, chunks_}; }
+  // Full offload's: the thread's port, when offload is on (the refill and
+  // remote-free slow paths go there first), or nullptr.
   offload::Port* port() const { return port_; }
   void set_port(offload::Port* port) { port_ = port; }
-  // The thread freed `sc`'s object onto its port's free ring: counted here,
-  // where the fast path would have counted it.
-  void count_handed_free(unsigned sc) { count_event(counters_.frees[sc]); }
-  // The offload side's corrections to its own allocator's counts (ring
-  // objects are counted where a thread takes or leaves them): any thread
-  // holding the offload lock may make them, hence relaxed atomic stores.
-  // uncount_alloc: the allocation of class `sc` it just made.
-  void uncount_alloc(unsigned sc) { bump_counter(counters_.allocs_taken_back[sc]); }
-  void count_free(unsigned sc, int64_t n) {
-    bump_counter(counters_.frees[sc], static_cast<uint64_t>(n));
-  }
 
   // Could the inbox hold messages?  (The owner's view: one load.)
   bool has_mail() const { return messenger_.has_mail(); }
@@ -347,7 +330,6 @@ class Allocator {
     if (ROOST_UNLIKELY(large::serves_class(sc))) return alloc_class_as_large(sc);
     if (ROOST_UNLIKELY(port_ != nullptr)) {
       if (void* p = offload::take(port_, sc)) {
-        checks::parked_intact(sc, p);
         counters_.allocs.count_and_fold(sc);  // a refill (EventCounts)
         return p;
       }
@@ -378,12 +360,6 @@ class Allocator {
   ROOST_NOINLINE void* refill_with_mail(unsigned sc);
   ROOST_NOINLINE void* refill_from_other_slab(unsigned sc);
   void* take_other_slab(unsigned sc);
-  // A slab of class `sc` a parked allocator gives up (adoption.h), as the
-  // class's active slab: a list for the fast list, or nullptr.
-  ROOST_NOINLINE FreeObject* adopt_slab(unsigned sc);
-  // Slab `m`, whose owner is parked, adopted as it is (adoption.h); false
-  // when its owner would not give it up.
-  bool adopt_slab(ChunkMeta* m);
   // `list` (not empty) becomes class `sc`'s fast list; returns its first
   // object, counted.
   void* hand_out(unsigned sc, FreeObject* list) {
@@ -392,6 +368,10 @@ class Allocator {
     // (EventCounts).
     counters_.allocs.count_and_fold(sc);
     return list;
+  }
+  // `n` frees of class `sc` counted (negative: taken back).
+  void count_free(unsigned sc, int64_t n) {
+    bump_counter(counters_.frees[sc], static_cast<uint64_t>(n));
   }
   // A free brought slab `m` to its state change.
   ROOST_NOINLINE void slab_event(ChunkMeta* m);

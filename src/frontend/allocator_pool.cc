@@ -90,7 +90,7 @@ bool g_adoption = false;
 // The classes of which the parked allocator `e` could give a slab become
 // offered (adoption.h).  Under g_lock.
 void offer_slabs(Entry* e) {
-  if (g_adoption) adoption::offer(e->allocator.offered_classes());
+  if (g_adoption) adoption::offer(adoption::offered_classes(e->allocator.slabs_for_adoption()));
 }
 
 // `e` waits in the pool (its caller let go of everything not in use: it
@@ -111,7 +111,7 @@ ChunkMeta* give_offered_slab(unsigned sc, const void* adopter) {
   if (!g_lock.try_lock()) return nullptr;
   ChunkMeta* m = nullptr;
   for (Entry* e = g_pooled; e != nullptr && m == nullptr; e = e->next_pooled)
-    m = e->allocator.give_up_slab(sc, adopter);
+    m = adoption::give_up(e->allocator.slabs_for_adoption(), sc, adopter);
   if (m != nullptr)
     adoption::count_adopted();
   else
@@ -131,7 +131,7 @@ bool give_this_slab(ChunkMeta* m, const void* adopter) {
   Entry* e = g_pooled;
   while (e != nullptr && &e->allocator != owner) e = e->next_pooled;
   if (e != nullptr) {
-    e->allocator.give_up_slab(m, adopter);
+    adoption::give_up(e->allocator.slabs_for_adoption(), m, adopter);
     adoption::count_adopted();
   }
   g_lock.unlock();
@@ -213,20 +213,19 @@ void* offload_make(void* a, unsigned sc) {
   auto* s = static_cast<Allocator*>(a);
   void* p = s->alloc(sc);
   if (p == nullptr) return nullptr;
-  s->uncount_alloc(sc);
   // Until a thread takes it, it is kept as a free object (marked; the
   // secure build checks it then).
   if constexpr (config::kMarkFreed) checks::note_parked(pagemap::lookup(p), p);
   return p;
 }
-void offload_unmake(void* a, void* p) {
+unsigned offload_unmake(void* a, void* p) {
   auto* s = static_cast<Allocator*>(a);
   ChunkMeta* m = pagemap::lookup(p);
   unsigned sc = m->sizeclass;
   if (s->owns(m)) checks::not_free_list_head(m, p);
   // (Marked when the thread gave it to its ring, having checked it there.)
   s->free_marked(m, p);
-  s->count_free(sc, -1);
+  return sc;
 }
 uint64_t offload_settle(void* a) { return static_cast<Allocator*>(a)->settle(); }
 void offload_visit_inbox(void* a) { static_cast<Allocator*>(a)->visit_inbox(); }

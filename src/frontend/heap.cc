@@ -144,10 +144,7 @@ ROOST_NOINLINE void dealloc_through_port(void* p, ChunkMeta* m, Allocator* a) {
   // The class first: once on the ring, the object may be freed and its slab
   // reused at any moment.
   unsigned sc = m->sizeclass;
-  if (offload::give(a->port(), p)) {
-    a->count_handed_free(sc);
-    return;
-  }
+  if (offload::give(a->port(), p, sc)) return;
   a->send_remote(m, p);
 }
 

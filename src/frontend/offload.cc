@@ -22,6 +22,7 @@
 #include "config.h"
 #include "ds/counter.h"
 #include "ds/spinlock.h"
+#include "frontend/checks.h"
 #include "frontend/service.h"
 #include "options.h"
 #include "platform/text_section.h"
@@ -58,7 +59,8 @@ struct Port {
   // thread calls service::want() after setting a bit, whose fence and the
   // service's idle handshake make it seen.
   std::atomic<uint64_t> active;
-  uint64_t taken, given, missed;  // statistics (bump_counter)
+  uint64_t taken, missed;             // statistics (bump_counter)
+  uint64_t given[sizeclass::kCount];  // its frees left on the free ring, by class (as taken)
   // The service's side.
   alignas(64) std::atomic<uint32_t> alloc_tail[sizeclass::kCount];
   std::atomic<uint32_t> free_head;
@@ -82,7 +84,13 @@ void* g_service_alloc = nullptr;
 // to skip the lock in programs without offload.  A thread's first call for
 // the service comes after it, through service::want()'s fence.
 std::atomic<bool> g_any_port{false};
-uint64_t g_retired_taken = 0, g_retired_given = 0, g_retired_missed = 0;
+// Detached ports' statistics.
+uint64_t g_retired_taken = 0, g_retired_missed = 0;
+uint64_t g_retired_given[sizeclass::kCount] = {};
+// The service allocator's counts for ring objects (ClassCorrection), by
+// class: under g_lock.
+uint64_t g_made[sizeclass::kCount] = {};
+uint64_t g_unmade[sizeclass::kCount] = {};
 
 void lock() {
   g_lock.lock();
@@ -113,7 +121,8 @@ uint64_t collect(Port* port, void* s) {
   // with give()'s release (the slots it wrote are seen).
   uint32_t h = port->free_head.load(std::memory_order_relaxed);
   uint32_t t = port->free_tail.load(std::memory_order_acquire);
-  for (uint32_t i = h; i != t; i++) g_backing.unmake(s, port->free_slots[i & (kFreeSlots - 1)]);
+  for (uint32_t i = h; i != t; i++)
+    g_unmade[g_backing.unmake(s, port->free_slots[i & (kFreeSlots - 1)])]++;
   // release: pairs with give()'s acquire of free_head (the slots are read before reuse).
   if (h != t) port->free_head.store(t, std::memory_order_release);
   return t - h;
@@ -133,6 +142,7 @@ uint64_t fill(Port* port, void* s) {
     while (t - h < kTarget.of[sc]) {
       void* p = g_backing.make(s, sc);
       if (p == nullptr) break;
+      g_made[sc]++;
       port->alloc_slots[sc][t & (kSlots - 1)] = p;
       t++;
     }
@@ -152,7 +162,10 @@ void empty_alloc_rings(Port* port, void* s) {
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     uint32_t h = port->alloc_head[sc].load(std::memory_order_relaxed);
     uint32_t t = port->alloc_tail[sc].load(std::memory_order_relaxed);
-    for (uint32_t i = h; i != t; i++) g_backing.unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
+    for (uint32_t i = h; i != t; i++) {
+      g_backing.unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
+      g_unmade[sc]++;
+    }
     port->alloc_head[sc].store(t, std::memory_order_relaxed);
     port->alloc_seen[sc] = t;
   }
@@ -206,7 +219,8 @@ ROOST_COMMON_TEXT Port* attach() {
       if (mem == nullptr) return nullptr;
       port = new (mem) Port();
     }
-    port->taken = port->given = port->missed = 0;
+    port->taken = port->missed = 0;
+    for (uint64_t& given : port->given) given = 0;
     port->next = g_ports;
     g_ports = port;
     // Relaxed: see g_any_port (read unlocked as a hint; want()'s fence orders it).
@@ -226,7 +240,7 @@ ROOST_COMMON_TEXT void detach(Port* port) {
     collect(port, s);
   }
   g_retired_taken += port->taken;
-  g_retired_given += port->given;
+  for (unsigned sc = 0; sc < sizeclass::kCount; sc++) g_retired_given[sc] += port->given[sc];
   g_retired_missed += port->missed;
   port->next = g_spare;
   g_spare = port;
@@ -247,6 +261,7 @@ void* take(Port* port, unsigned sc) {
   void* p = port->alloc_slots[sc][h & (kSlots - 1)];
   // release: pairs with fill()'s acquire of alloc_head (the slot is read before it is refilled).
   port->alloc_head[sc].store(h + 1, std::memory_order_release);
+  checks::parked_intact(sc, p);
   bump_counter(port->taken);
   // What it last saw is used up: the service is asked for more now, not
   // when the ring is found empty.
@@ -254,7 +269,7 @@ void* take(Port* port, unsigned sc) {
   return p;
 }
 
-bool give(Port* port, void* p) {
+bool give(Port* port, void* p, unsigned sc) {
   uint32_t t = port->free_tail.load(std::memory_order_relaxed);  // relaxed: our own
   if (t - port->free_seen == kFreeSlots) {
     // acquire: pairs with collect()'s release of free_head (its slot reads are done).
@@ -268,7 +283,7 @@ bool give(Port* port, void* p) {
   port->free_slots[t & (kFreeSlots - 1)] = p;
   // release: pairs with collect()'s acquire of free_tail (the slot written above is seen).
   port->free_tail.store(t + 1, std::memory_order_release);
-  bump_counter(port->given);
+  bump_counter(port->given[sc]);
   if (t + 1 - port->free_seen == kFreeSlots / 2) service::want();
   return true;
 }
@@ -337,14 +352,23 @@ Still::~Still() {
 
 Counters Still::counters() const {
   if (!held_) return {};
-  Counters c = {g_retired_taken, g_retired_given, g_retired_missed, 0};
+  Counters c = {g_retired_taken, 0, g_retired_missed, 0};
+  for (uint64_t given : g_retired_given) c.ring_frees += given;
   for (Port* port = g_ports; port != nullptr; port = port->next) {
     c.ring_allocs += read_counter(port->taken);
-    c.ring_frees += read_counter(port->given);
+    for (const uint64_t& given : port->given) c.ring_frees += read_counter(given);
     c.ring_misses += read_counter(port->missed);
     c.ports++;
   }
   return c;
+}
+
+ClassCorrection Still::correction(unsigned sc) const {
+  if (!held_) return {};
+  ClassCorrection k = {g_made[sc], g_unmade[sc], g_retired_given[sc]};
+  for (Port* port = g_ports; port != nullptr; port = port->next)
+    k.given += read_counter(port->given[sc]);
+  return k;
 }
 
 void lock_for_fork() { g_lock.lock(); }

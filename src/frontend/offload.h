@@ -11,8 +11,16 @@
 // free ring full) the thread does the work itself, inline, as without
 // offload.
 //
+// The allocators count what their threads do as usual, and the service's
+// allocator counts what it does for the rings; offload keeps, per class,
+// what turns those counts into the program's (ClassCorrection): the
+// service's allocations and frees for the rings, which are not the
+// program's, and the frees threads left on their free rings, which no
+// allocator has counted yet.  A thread's allocator holds its port as an
+// opaque pointer (Allocator::port()), and nothing else of offload.
+//
 // Owns: the ports, the service's allocator, the offload lock, its
-// statistics.  Must never: be reached from a fast path (the thread's
+// statistics and the counts' corrections.  Must never: be reached from a fast path (the thread's
 // refill and remote-free slow paths call in), or, on the thread's side of
 // a ring, lock or wait.
 #pragma once
@@ -40,14 +48,14 @@ bool enabled();
 struct Backing {
   // An allocator bound to no thread (nullptr when memory runs out).
   void* (*acquire)();
-  // An object of class `sc` for a ring, not counted as allocated (it is
-  // when a thread takes it), kept marked as free meanwhile; nullptr when
-  // memory runs out.
+  // An object of class `sc` for a ring, kept marked as free meanwhile;
+  // nullptr when memory runs out.  (Its allocator counts the allocation,
+  // which the corrections take back: the program's is counted where a
+  // thread takes it.)
   void* (*make)(void* a, unsigned sc);
-  // `p`, off a ring (marked as free), freed and not counted as freed (a
-  // thread counted it when it left it on its free ring; an object of an
-  // alloc ring was never counted).
-  void (*unmake)(void* a, void* p);
+  // `p`, off a ring (marked as free), freed; returns its class.  (Its
+  // allocator counts the free, which the corrections take back.)
+  unsigned (*unmake)(void* a, void* p);
   // Its outbox goes home, its mail is taken (returns the objects
   // received); visit_inbox takes its mail only.
   uint64_t (*settle)(void* a);
@@ -68,11 +76,13 @@ Port* attach();
 void detach(Port* port);
 
 // The thread's side.  take(): an object of class `sc` from the port's ring,
-// or nullptr (the ring is empty or the class not offloaded: allocate
-// inline).  give(): `p`, an object of a slab another allocator owns, onto
-// the free ring; false when it is full (free it inline).
+// checked as it waited there, or nullptr (the ring is empty or the class
+// not offloaded: allocate inline); the thread's allocator counts the
+// allocation, as a refill's.  give(): `p`, an object of class `sc` of a
+// slab another allocator owns, onto the free ring, its free counted here
+// (ClassCorrection::given); false when the ring is full (free it inline).
 void* take(Port* port, unsigned sc);
-bool give(Port* port, void* p);
+bool give(Port* port, void* p, unsigned sc);
 
 // The service's side, under the offload lock.  serve(): one pass over every
 // port (frees carried out, rings topped up); returns the objects moved.
@@ -96,6 +106,16 @@ struct Counters {
   uint64_t ports;        // threads with a port now
 };
 
+// What the allocators' counts of one class miss or count too many for
+// ring objects (read under Still): the program's allocations are the
+// allocators' less `made`; its frees the allocators' plus `given` less
+// `unmade`.
+struct ClassCorrection {
+  uint64_t made;    // the service's allocations for the alloc rings
+  uint64_t unmade;  // the service's frees of ring objects
+  uint64_t given;   // frees threads left on their free rings
+};
+
 // Holds the service side still (the offload lock) while statistics are
 // read: its allocator's counts are corrected for ring objects under the
 // lock, so only there do they add up.  Nothing when no thread has a port.
@@ -105,8 +125,10 @@ class Still {
   ~Still();
   Still(const Still&) = delete;
   Still& operator=(const Still&) = delete;
-  // The rings' statistics (zero when nothing is held: no port ever).
+  // The rings' statistics, and class `sc`'s correction (zero when
+  // nothing is held: no port ever).
   Counters counters() const;
+  ClassCorrection correction(unsigned sc) const;
 
  private:
   bool held_;

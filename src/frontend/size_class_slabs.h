@@ -50,6 +50,9 @@ class SizeClassSlabs {
   SizeClassSlabs(const SizeClassSlabs&) = delete;
   SizeClassSlabs& operator=(const SizeClassSlabs&) = delete;
 
+  // What its slabs' records name as their owner.
+  const void* owner() const { return owner_; }
+
   // ---- objects for an empty fast list of class `sc`, cheapest first ----
   // Each returns a list of free objects, or nullptr when it has none.
 
