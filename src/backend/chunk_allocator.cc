@@ -25,6 +25,7 @@
 #include <atomic>
 
 #include "backend/address_space.h"
+#include "backend/huge_pages.h"
 #include "backend/meta_arena.h"
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
@@ -47,7 +48,8 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 // own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
-  std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];  // backend/huge_pages.cc's
+  std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];           // backend/huge_pages.cc's
+  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's too
   // A bit per granule: its last small page is a guard (has_end_guard).
   std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
@@ -127,6 +129,7 @@ uintptr_t add_region(unsigned min_order, unsigned* order) {
       g_end_slot.store(index + 1, std::memory_order_release);
   }
   g_reserved.fetch_add(size_t{1} << *order, std::memory_order_relaxed);
+  huge_pages::fit_region(base, size_t{1} << *order);
   return base;
 }
 
@@ -314,6 +317,7 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
   size_t purged = 0;
   for (ChunkMeta* m = list; m != nullptr; m = m->next) {
     size_t extent = dirty_extent(m);
+    huge_pages::before_purge(m->base, extent);
     if (!os::purge(reinterpret_cast<void*>(m->base), extent, zero)) continue;
     m->dirty_pages = 0;
     purged += extent;
@@ -511,9 +515,17 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
 // as zero.  nullptr when there is none (or the OS refuses).
 ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
-  LockGuard guard(g_lock);
-  decay(now);
-  return take_locked(order, max_dirty_order, clean);
+  ChunkMeta* m;
+  {
+    LockGuard guard(g_lock);
+    decay(now);
+    m = take_locked(order, max_dirty_order, clean);
+  }
+  // A heap that grows may have dense blocks for the service to look at
+  // (backend/huge_pages.h): it is woken once, not at every chunk.
+  if (m != nullptr && huge_pages::wants_look())
+    if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
+  return m;
 }
 
 // ---- moving released pages into a chunk handed out (config::kMoveBits) ----
@@ -677,6 +689,20 @@ std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
   return &region_of(addr)->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
 }
 
+ROOST_COMMON_TEXT std::atomic<uint8_t>* block_state_of(uintptr_t addr) {
+  if (addr >> config::kRegionBits >= kRegionSlots) return nullptr;
+  Region* r = region_of(addr);
+  if (r == nullptr) return nullptr;
+  return &r->block_state[(addr & (config::kRegion - 1)) >> kBlockBits];
+}
+
+Slots slots() {
+  return {g_first_slot.load(std::memory_order_acquire), g_end_slot.load(std::memory_order_acquire)};
+}
+
+bool try_lock_purges() { return g_purge_lock.try_lock(); }
+void unlock_purges() { g_purge_lock.unlock(); }
+
 ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
 
 size_t move(uintptr_t from, uintptr_t to, size_t bytes, os::Moved* result) {
@@ -686,6 +712,7 @@ size_t move(uintptr_t from, uintptr_t to, size_t bytes, os::Moved* result) {
     *result = os::move_pages(reinterpret_cast<void*>(from + done),
                              reinterpret_cast<void*>(to + done), kMoveUnit);
     if (*result != os::Moved::kMoved) break;
+    huge_pages::moved(from + done, to + done, kMoveUnit);
     done += kMoveUnit;
   }
   g_moved.fetch_add(done, std::memory_order_relaxed);

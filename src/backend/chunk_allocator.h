@@ -38,6 +38,23 @@ ChunkMeta* meta_of(uintptr_t addr);
 inline constexpr unsigned kBlockBits = config::kHugePageBits;
 inline constexpr size_t kBlockWordsPerRegion = (config::kRegion >> kBlockBits) / 64;
 std::atomic<uint64_t>* block_bits_of(uintptr_t addr);
+// And one byte per block, also backend/huge_pages.cc's (its dense-block
+// state): the byte of the block at `addr`; nullptr where no region's table
+// covers `addr` (any address may be asked).  Zero when the table is made.
+std::atomic<uint8_t>* block_state_of(uintptr_t addr);
+// The 1 GiB slots of the address space that may hold regions: [first, end)
+// in units of config::kRegion (empty before the first region).  Read
+// without the lock (backend/huge_pages.cc's looks).
+struct Slots {
+  size_t first, end;
+};
+Slots slots();
+// The purge lock (one purge at a time, chunk_allocator.cc), tried: while it
+// is held no chunk of the backend's is purged (the collapse of a block must
+// not map again what a purge just gave back).  Never held across a call
+// into the backend.
+bool try_lock_purges();
+void unlock_purges();
 
 // A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder) with kind
 // kUnused and `base`/`order`/`dirty_pages` set: recently released memory
