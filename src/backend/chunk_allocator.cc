@@ -48,8 +48,7 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 // own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
-  std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];           // backend/huge_pages.cc's
-  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's too
+  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's
   // A bit per granule: its last small page is a guard (has_end_guard).
   std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
@@ -683,10 +682,6 @@ ChunkMeta* take_filled(unsigned order, size_t fill) {
 
 ROOST_COMMON_TEXT ChunkMeta* meta_of(uintptr_t addr) {
   return &region_of(addr)->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
-}
-
-std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
-  return &region_of(addr)->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
 }
 
 ROOST_COMMON_TEXT std::atomic<uint8_t>* block_state_of(uintptr_t addr) {

@@ -1,12 +1,10 @@
 // backend/huge_pages.cc — implementation of backend/huge_pages.h.
 //
 // The advice (`always`) is a property of the kernel's mappings, so each
-// change splits or merges them and costs a system call: the bits (one per
-// block, in the region tables) say which blocks have it, and a call is made
-// only for blocks whose advice must change.  The blocks between a large
-// object's first and last lie wholly in its chunk, so only their holder sets
-// their bits; first and last blocks, and blocks that hold slabs, may be
-// shared by several chunks, and are only ever cleared (twice is harmless).
+// change splits or merges them and costs a system call: a region is advised
+// whole, once, as it is reserved, and a huge object's inside as it is
+// mapped; nothing takes it off but a huge object's shrink (its new last
+// block).
 //
 // The dense state (`dense`) is a byte per block in the region tables
 // (chunks::block_state_of): the streak of looks in a row that found the
@@ -47,19 +45,12 @@ bool kernel_gives() {
   return mode == 1;
 }
 
-uint64_t bit_of(uintptr_t block) { return uint64_t{1} << (block & 63); }
-
 // The blocks [first, last] that [base, base + size) overlaps.
 struct Blocks {
   uintptr_t first, last;
 };
 Blocks blocks_of(uintptr_t base, size_t size) {
   return Blocks{base >> kBlockBits, (base + size - 1) >> kBlockBits};
-}
-
-bool has_advice(uintptr_t block) {
-  return (chunks::block_bits_of(block << kBlockBits)->load(std::memory_order_relaxed) &
-          bit_of(block)) != 0;
 }
 
 // Gives blocks [from, to) the advice (`on`) or takes it off, and counts
@@ -70,48 +61,7 @@ bool advise(uintptr_t from, uintptr_t to, bool on) {
                                (to - from) << kBlockBits, on);
 }
 
-// advise(), and the blocks' bits record it (when the OS refuses, they keep
-// what the blocks have).
-void change(uintptr_t from, uintptr_t to, bool on) {
-  if (!advise(from, to, on)) return;
-  for (uintptr_t b = from; b < to; b++) {
-    std::atomic<uint64_t>* word = chunks::block_bits_of(b << kBlockBits);
-    if (on)
-      word->fetch_or(bit_of(b), std::memory_order_relaxed);
-    else
-      word->fetch_and(~bit_of(b), std::memory_order_relaxed);
-  }
-}
-
-// Brings blocks [first, last] to the advice want(block) names (true: the
-// advice), one call per run of blocks that must change the same way.
-template <typename Want>
-void bring(uintptr_t first, uintptr_t last, Want&& want) {
-  uintptr_t run = 0;
-  bool run_on = false, in_run = false;
-  for (uintptr_t b = first; b <= last; b++) {
-    bool on = want(b);
-    bool differs = has_advice(b) != on;
-    if (in_run && (!differs || on != run_on)) {
-      change(run, b, run_on);
-      in_run = false;
-    }
-    if (differs && !in_run) {
-      run = b;
-      run_on = on;
-      in_run = true;
-    }
-  }
-  if (in_run) change(run, last + 1, run_on);
-}
-
 }  // namespace
-
-ROOST_COMMON_TEXT void fit_large(uintptr_t base, size_t size) {
-  if (!active()) return;
-  Blocks span = blocks_of(base, size);
-  bring(span.first, span.last, [span](uintptr_t b) { return b != span.first && b != span.last; });
-}
 
 void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
   if (!active()) return;
@@ -123,12 +73,6 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
     advise(span.last, span.last + 1, false);
   else if (span.last - span.first >= 2)
     advise(span.first + 1, span.last, true);
-}
-
-ROOST_COMMON_TEXT void clear(uintptr_t base, size_t size) {
-  if (!active()) return;
-  Blocks span = blocks_of(base, size);
-  bring(span.first, span.last, [](uintptr_t) { return false; });
 }
 
 void fit_region(uintptr_t base, size_t size) {
@@ -276,7 +220,9 @@ bool look_locked() {
   bool busy = false;
   unsigned collapses = 0;
   uintptr_t b = g_cursor;
-  for (unsigned n = 0; n < config::kDenseBlocksPerLook; n++) {
+  // (The budget counts the blocks in use, which cost a mincore each; a
+  // block that is not costs a few record reads.)
+  for (unsigned n = 0; n < config::kDenseBlocksPerLook;) {
     std::atomic<uint8_t>* state = chunks::block_state_of(b);
     if (state == nullptr) {
       // A slot without a table: skip it.
@@ -284,7 +230,9 @@ bool look_locked() {
     } else {
       uint8_t s = state->load(std::memory_order_relaxed);
       if ((s & kCollapsed) == 0) {
-        if (!in_use(b) || !resident(b)) {
+        bool used = in_use(b);
+        if (used) n++;
+        if (!used || !resident(b)) {
           if ((s & kStreakMask) != 0) update(state, s, static_cast<uint8_t>(s & ~kStreakMask));
         } else {
           busy = true;
@@ -352,13 +300,11 @@ ROOST_COMMON_TEXT bool look_pending() { return !g_parked.load(std::memory_order_
 
 ROOST_COMMON_TEXT void before_purge(uintptr_t base, size_t size) {
   if (size == 0) return;
-  bool advised = active();
-  if (!advised && g_blocks.load(std::memory_order_relaxed) == 0) return;
+  if (g_blocks.load(std::memory_order_relaxed) == 0) return;
   Blocks span = blocks_of(base, size);
   for (uintptr_t blk = span.first; blk <= span.last; blk++) {
     uintptr_t b = blk << kBlockBits;
     bool whole = base <= b && base + size >= b + kBlock;
-    if (advised && !whole && has_advice(blk)) change(blk, blk + 1, false);
     std::atomic<uint8_t>* state = chunks::block_state_of(b);
     if (state == nullptr) continue;
     uint8_t s = state->load(std::memory_order_relaxed);
@@ -417,12 +363,13 @@ void reset() {
   g_parked.store(false, std::memory_order_relaxed);
   g_next_look = 0;
   g_idle_looks = 0;
+  g_cursor = 0;
   chunks::Slots slots = chunks::slots();
   for (size_t slot = slots.first; slot < slots.end; slot++)
     for (uintptr_t b = slot << config::kRegionBits; b < (slot + 1) << config::kRegionBits;
          b += kBlock)
       if (std::atomic<uint8_t>* state = chunks::block_state_of(b))
-        state->fetch_and(static_cast<uint8_t>(~kStreakMask), std::memory_order_relaxed);
+        state->fetch_and(kCollapsed, std::memory_order_relaxed);
       else
         break;
 }

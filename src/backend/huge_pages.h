@@ -13,9 +13,10 @@
 //    faults never assemble a huge page on a program's thread and khugepaged
 //    leaves the blocks alone.
 //  - `always`: every region is advised (MADV_HUGEPAGE) as it is reserved,
-//    and a large object's blocks between its first and its last are
-//    advised, those that hold slabs not (mimalloc's trade: faults assemble
-//    huge pages, sparse memory gets them too).
+//    and a huge object's blocks between its first and its last as it is
+//    mapped (mimalloc's trade: faults assemble huge pages on the program's
+//    threads, and sparse memory gets them too; a partial purge splits one,
+//    which khugepaged may assemble again).
 //  - `off`: nothing.
 // The kernel must be in THP mode `madvise` with 2 MiB huge pages; a kernel
 // that does not know MADV_COLLAPSE or refuses it to the process costs one
@@ -35,19 +36,10 @@ namespace roost::huge_pages {
 
 // ---- `always`: the advice ----
 
-// Gives the blocks of the large object [base, base + size) in a region
-// (size page-rounded, the object alone in its chunk) the advice the rule
-// asks for; blocks that have it already cost nothing.
-void fit_large(uintptr_t base, size_t size);
-
-// The same for an object mapped on its own (a huge object), just mapped,
-// or just `shrunk` in place (its tail unmapped): its blocks are nobody
-// else's and go with it.
+// An object mapped on its own (a huge object), just mapped, or just
+// `shrunk` in place (its tail unmapped): its blocks between its first and
+// its last get the advice, and the block a shrink makes its last loses it.
 void fit_mapped(uintptr_t base, size_t size, bool shrunk);
-
-// Takes the advice off every block that overlaps [base, base + size) in a
-// region: that memory is about to hold slabs.
-void clear(uintptr_t base, size_t size);
 
 // A region [base, base + size) just reserved: advised whole.
 void fit_region(uintptr_t base, size_t size);
@@ -119,7 +111,7 @@ void set_collapse(os::Collapse (*fn)(void* p, size_t size));
 // The heap floor in force (config::kDenseHeapFloor until set).
 void set_heap_floor(size_t bytes);
 // Looks start again from scratch: the kernel asked again, the next look
-// due at once, no streaks (collapsed blocks stay).
+// due at once, no streaks and no splits (collapsed blocks stay).
 void reset();
 // System calls the looks made since start (mincore, MADV_COLLAPSE).
 size_t look_syscalls();

@@ -117,7 +117,6 @@ void become_object(ChunkMeta* m, size_t usable) {
   m->sample = nullptr;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
-  huge_pages::fit_large(m->base, usable);
 }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
@@ -475,7 +474,6 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
                     options::get(options::kPurgeZero) != 0))
         m->dirty_pages = static_cast<uint32_t>(usable / config::kMinPageSize);
     }
-    huge_pages::fit_large(m->base, usable);
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);
