@@ -846,7 +846,7 @@ size_t end_guards() { return g_end_guards.load(std::memory_order_relaxed); }
 size_t end_guards_refused() { return g_end_guards_refused.load(std::memory_order_relaxed); }
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
-size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
+ROOST_COMMON_TEXT size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
 ROOST_COMMON_TEXT size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
 size_t dirty_cap() {
   size_t out = bytes_out();

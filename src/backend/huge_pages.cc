@@ -75,7 +75,7 @@ void fit_mapped(uintptr_t base, size_t size, bool shrunk) {
     advise(span.first + 1, span.last, true);
 }
 
-void fit_region(uintptr_t base, size_t size) {
+ROOST_COMMON_TEXT void fit_region(uintptr_t base, size_t size) {
   if (!active()) return;
   g_calls.fetch_add(1, std::memory_order_relaxed);
   os::advise_huge_pages(reinterpret_cast<void*>(base), size, true);
@@ -262,10 +262,11 @@ ROOST_COMMON_TEXT bool dense() {
          !g_unsupported.load(std::memory_order_relaxed) && kernel_gives();
 }
 
-uint64_t look(uint64_t now) {
+ROOST_COMMON_TEXT uint64_t look(uint64_t now) {
   if (!g_look_lock.try_lock()) return now + config::kDenseLookNs;
   uint64_t next = UINT64_MAX;
-  if (!dense() || chunks::bytes_out() < g_floor.load(std::memory_order_relaxed)) {
+  // (The floor first: a small program does not even read the kernel's mode.)
+  if (chunks::bytes_out() < g_floor.load(std::memory_order_relaxed) || !dense()) {
     g_parked.store(true, std::memory_order_relaxed);
   } else if (now < g_next_look) {
     next = g_next_look;
