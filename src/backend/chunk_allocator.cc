@@ -311,12 +311,16 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
   if (list == nullptr) return 0;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
+  // The chunks were taken off their lists (kind kUnused) before this fence:
+  // a collapse that starts after it sees them (backend/huge_pages.cc).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   // Chunks in transit belong to this thread: their dirty extents can change
   // without the lock.
   size_t purged = 0;
   for (ChunkMeta* m = list; m != nullptr; m = m->next) {
     size_t extent = dirty_extent(m);
-    huge_pages::before_purge(m->base, extent);
+    // (Not while the service collapses its block: it stays dirty.)
+    if (!huge_pages::before_purge(m->base, extent)) continue;
     if (!os::purge(reinterpret_cast<void*>(m->base), extent, zero)) continue;
     m->dirty_pages = 0;
     purged += extent;
@@ -694,9 +698,6 @@ ROOST_COMMON_TEXT std::atomic<uint8_t>* block_state_of(uintptr_t addr) {
 Slots slots() {
   return {g_first_slot.load(std::memory_order_acquire), g_end_slot.load(std::memory_order_acquire)};
 }
-
-bool try_lock_purges() { return g_purge_lock.try_lock(); }
-void unlock_purges() { g_purge_lock.unlock(); }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
 

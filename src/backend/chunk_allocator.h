@@ -44,12 +44,6 @@ struct Slots {
   size_t first, end;
 };
 Slots slots();
-// The purge lock (one purge at a time, chunk_allocator.cc), tried: while it
-// is held no chunk of the backend's is purged (the collapse of a block must
-// not map again what a purge just gave back).  Never held across a call
-// into the backend.
-bool try_lock_purges();
-void unlock_purges();
 
 // A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder) with kind
 // kUnused and `base`/`order`/`dirty_pages` set: recently released memory

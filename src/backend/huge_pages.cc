@@ -14,8 +14,14 @@
 // Whether a block is in use is read from the chunk records without the
 // backend's lock (they may be changing hands: a wrong answer costs a
 // collapse of a block about to be purged, or a missed one, never a byte),
-// and confirmed by mincore; the collapse itself runs under the purge lock,
-// so that no purge of the backend's gives back pages it then maps again.
+// and confirmed by mincore.  A collapse must not map again what a purge
+// just gave back (MADV_COLLAPSE fills pages that are not mapped): the
+// collapser names its block (g_collapsing), fences, and reads the block's
+// records once more; a purge of the backend's takes its chunks off their
+// lists (kind kUnused) under its lock, fences (purge_and_merge), and asks
+// before_purge(), which says no for the block being collapsed (the chunk
+// stays dirty, for a later purge).  One of the two sees the other, and
+// neither waits: a program thread's purge never waits for a collapse.
 #include "backend/huge_pages.h"
 
 #include <atomic>
@@ -124,6 +130,8 @@ std::atomic<bool> g_unsupported{false};
 std::atomic<bool> g_parked{true};
 std::atomic<size_t> g_floor{config::kDenseHeapFloor};
 std::atomic<os::Collapse (*)(void*, size_t)> g_collapse{nullptr};
+// The block the look is collapsing now (its address; 0: none).
+std::atomic<uintptr_t> g_collapsing{0};
 
 // The looker's own (under g_look_lock: the service, or a test).
 SpinLock g_look_lock;
@@ -174,12 +182,14 @@ bool update(std::atomic<uint8_t>* state, uint8_t from, uint8_t to) {
 
 enum class Tried { kNot, kDone, kRefused, kOff };
 
-// Collapses the block at `b` (state byte `state`, read as `s`): under the
-// purge lock, once more found in use and resident.
+// Collapses the block at `b` (state byte `state`, read as `s`) once more
+// found in use and resident.
 Tried collapse(uintptr_t b, std::atomic<uint8_t>* state, uint8_t s) {
-  if (!chunks::try_lock_purges()) return Tried::kNot;
+  // Named, then the records read again: the handshake with purges (above).
+  g_collapsing.store(b, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!in_use(b) || !resident(b)) {
-    chunks::unlock_purges();
+    g_collapsing.store(0, std::memory_order_release);
     update(state, s, static_cast<uint8_t>(s & ~kStreakMask));
     return Tried::kNot;
   }
@@ -206,7 +216,7 @@ Tried collapse(uintptr_t b, std::atomic<uint8_t>* state, uint8_t s) {
       result = Tried::kOff;
     }
   }
-  chunks::unlock_purges();
+  g_collapsing.store(0, std::memory_order_release);
   return result;
 }
 
@@ -299,9 +309,12 @@ ROOST_COMMON_TEXT bool wants_look() {
 
 ROOST_COMMON_TEXT bool look_pending() { return !g_parked.load(std::memory_order_relaxed); }
 
-ROOST_COMMON_TEXT void before_purge(uintptr_t base, size_t size) {
-  if (size == 0) return;
-  if (g_blocks.load(std::memory_order_relaxed) == 0) return;
+ROOST_COMMON_TEXT bool before_purge(uintptr_t base, size_t size) {
+  if (size == 0) return true;
+  // (seq_cst: after the caller's fence, the handshake above.)
+  uintptr_t busy = g_collapsing.load(std::memory_order_seq_cst);
+  if (busy != 0 && busy < base + size && base < busy + kBlock) return false;
+  if (g_blocks.load(std::memory_order_relaxed) == 0) return true;
   Blocks span = blocks_of(base, size);
   for (uintptr_t blk = span.first; blk <= span.last; blk++) {
     uintptr_t b = blk << kBlockBits;
@@ -318,6 +331,7 @@ ROOST_COMMON_TEXT void before_purge(uintptr_t base, size_t size) {
       }
     }
   }
+  return true;
 }
 
 void moved(uintptr_t from, uintptr_t to, size_t bytes) {

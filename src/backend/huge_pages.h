@@ -66,8 +66,7 @@ bool dense();
 // of dense looks counted, blocks that qualify collapsed (a bounded number).
 // Returns when the next look is due, UINT64_MAX when none is (`dense` off,
 // a heap below the floor, or nothing found for a while: wants_look() ends
-// that).  Takes the purge lock around each collapse; tried, and a look
-// that finds it held collapses nothing.
+// that).
 uint64_t look(uint64_t now);
 
 // On the backend's slow path, after it handed out a chunk: whether the
@@ -83,9 +82,11 @@ bool look_pending();
 // overlaps that is collapsed loses that state (counted as split again,
 // with a longer wait before the next collapse, where the purge covers part
 // of it), and under `always` a block it covers in part loses its advice
-// (MADV_NOHUGEPAGE, so that khugepaged does not assemble it again).
-// Free where no block is collapsed and nothing advised.
-void before_purge(uintptr_t base, size_t size);
+// Returns false, changing nothing, where the range overlaps the block the
+// service is collapsing now: the caller (the backend's purge, whose chunks
+// are off its lists and marked so before a full fence) must not purge it
+// now.  Free where no block is collapsed or being collapsed.
+bool before_purge(uintptr_t base, size_t size);
 
 // The pages of [from, from + bytes) moved to [to, to + bytes) (whole
 // blocks' worth, 2 MiB-aligned: backend/chunk_allocator.cc's moves): a
