@@ -210,6 +210,10 @@ inline constexpr unsigned kDenseBlocksPerLook = 1024;
 // that find nothing to do and a heap that did not grow, the looks stop
 // until the backend hands out memory again.
 inline constexpr size_t kDenseHeapFloor = size_t{32} << 20;
+// The filler (`dense`): a clean chunk smaller than a block comes from the
+// block with the most granules out among the first kFillerLooks free
+// chunks of its size (backend/chunk_allocator.cc: pop_fullest).
+inline constexpr unsigned kFillerLooks = 8;
 inline constexpr unsigned kDenseIdleLooks = 8;
 
 // Bump-pointer carving: a slab's never-used tail is turned into free objects

@@ -48,7 +48,10 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 // own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
-  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's
+  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];
+  // Per block, its granules in chunks handed out (0 to 32; the filler's,
+  // under the lock).
+  uint8_t granules_out[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's
   // A bit per granule: its last small page is a guard (has_end_guard).
   std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
@@ -488,6 +491,52 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order, size_t fill) {
   return nullptr;
 }
 
+// Counts chunk `m`'s granules into (+1) or out of (-1) its blocks'
+// granules_out.  Lock held.
+ROOST_COMMON_TEXT void count_out(const ChunkMeta* m, int sign) {
+  Region* r = region_of(m->base);
+  size_t first = (m->base & (config::kRegion - 1)) >> kBlockBits;
+  if (m->order < kBlockBits) {
+    auto n = static_cast<uint8_t>(1u << (m->order - kMinOrder));
+    r->granules_out[first] = static_cast<uint8_t>(r->granules_out[first] + sign * n);
+    return;
+  }
+  constexpr uint8_t kWhole = 1u << (kBlockBits - kMinOrder);
+  for (size_t b = first; b < first + (size_t{1} << (m->order - kBlockBits)); b++)
+    r->granules_out[b] = static_cast<uint8_t>(r->granules_out[b] + sign * kWhole);
+}
+
+// The filler (ROOST_HUGEPAGES=dense): of the first config::kFillerLooks
+// free chunks of `order` (below a block's), the one in the block with the
+// most granules out, taken off its list; nullptr if there is none.  Small
+// chunks so pack into blocks already in use, which then become dense,
+// rather than spread over empty ones.
+ROOST_COMMON_TEXT ChunkMeta* pop_fullest(unsigned order) {
+  ChunkMeta* best = nullptr;
+  int best_out = -1;
+  unsigned looked = 0;
+  for (ChunkMeta* c = g_free[order].head; c != nullptr && looked < config::kFillerLooks;
+       c = c->next, looked++) {
+    int out = region_of(c->base)->granules_out[(c->base & (config::kRegion - 1)) >> kBlockBits];
+    if (out > best_out) {
+      best = c;
+      best_out = out;
+    }
+  }
+  if (best != nullptr) g_free[order].remove(best);
+  return best;
+}
+
+// A free chunk of `order` or the smallest bigger one; nullptr if none.
+ROOST_COMMON_TEXT ChunkMeta* pop_free(unsigned order) {
+  bool fill = options::get(options::kHugePages) == options::kHugeDense;
+  for (unsigned j = order; j <= kMaxOrder; j++) {
+    if (g_free[j].head == nullptr) continue;
+    return fill && j < kBlockBits ? pop_fullest(j) : g_free[j].pop_front();
+  }
+  return nullptr;
+}
+
 void note_out(unsigned order) {
   g_handouts++;
   if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
@@ -501,7 +550,7 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
   ChunkMeta* m = take_dirty(order, max_dirty_order, fill);
   if (m == nullptr) {
     if (!clean) return nullptr;
-    for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
+    m = pop_free(order);
     if (m == nullptr) m = cut_fresh(order);
     if (m == nullptr) return nullptr;
     g_taken_clean += size_t{1} << order;
@@ -510,6 +559,7 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
   }
   set_kind(m, ChunkKind::kUnused);
   note_out(order);
+  count_out(m, +1);
   return m;
 }
 
@@ -659,6 +709,7 @@ ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
   g_taken_clean -= moved < g_taken_clean ? moved : g_taken_clean;
   if (r != os::Moved::kLost) return m;
   size_t size = size_t{1} << m->order;
+  count_out(m, -1);
   g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
   g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
   return nullptr;
@@ -750,6 +801,7 @@ ROOST_COMMON_TEXT void release(ChunkMeta* m, size_t dirty_bytes) {
                                          config::kMinPageSize);
   {
     LockGuard guard(g_lock);
+    count_out(m, -1);
     g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
     g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
     if (m->dirty_pages == 0)
