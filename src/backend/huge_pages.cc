@@ -376,7 +376,9 @@ void reset() {
   LockGuard guard(g_look_lock);
   g_unsupported.store(false, std::memory_order_relaxed);
   g_parked.store(false, std::memory_order_relaxed);
-  g_next_look = 0;
+  // (An hour from now on the real clock: the service's own looks wait,
+  // while a test's, on a clock of its own, go on.)
+  g_next_look = os::now_ns() + uint64_t{3600} * 1000 * 1000 * 1000;
   g_idle_looks = 0;
   g_cursor = 0;
   chunks::Slots slots = chunks::slots();

@@ -111,8 +111,9 @@ namespace testing {
 void set_collapse(os::Collapse (*fn)(void* p, size_t size));
 // The heap floor in force (config::kDenseHeapFloor until set).
 void set_heap_floor(size_t bytes);
-// Looks start again from scratch: the kernel asked again, the next look
-// due at once, no streaks and no splits (collapsed blocks stay).
+// Looks start again from scratch: the kernel asked again, no streaks and
+// no splits (collapsed blocks stay), the next look due in an hour (a test
+// drives look() with times of its own, two hours apart).
 void reset();
 // System calls the looks made since start (mincore, MADV_COLLAPSE).
 size_t look_syscalls();

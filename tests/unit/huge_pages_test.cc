@@ -150,9 +150,9 @@ namespace {
 
 os::Collapse pretend(void*, size_t) { return os::Collapse::kDone; }
 
-// `dense`, the looks driven by the test: each look() is given a time far
-// past the last one, so the service thread's own looks (on the real clock)
-// find the next one not yet due.
+// `dense`, the looks driven by the test: each look() is given a time two
+// hours past the last one, and reset() puts the next look an hour ahead of
+// the real clock, so the service thread's own looks find none due.
 class DenseHugePages : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -183,7 +183,7 @@ class DenseHugePages : public ::testing::Test {
   ScopedOption dense_{options::kHugePages, options::kHugeDense};
 
   uint64_t look() {
-    now_ += uint64_t{3600} * 1000 * 1000 * 1000;
+    now_ += uint64_t{7200} * 1000 * 1000 * 1000;
     return huge_pages::look(now_);
   }
   // A large object of `size` (a chunk of its own: a power of two), written
