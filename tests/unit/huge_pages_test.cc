@@ -8,13 +8,14 @@
 // collapsed block loses its huge page when part of it is purged, a heap
 // below the floor costs no system call, and a kernel that refuses costs one
 // try (unknown: `dense` is off; busy: counted, tried again after a longer
-// streak).  Skipped where the kernel's THP mode is not `madvise` (there roost
+// streak), and the filler takes a small chunk from the fullest block.  Skipped where the kernel's THP mode is not `madvise` (there roost
 // gives none), and where the kernel has no huge page to give.
 #include "backend/huge_pages.h"
 
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -342,4 +343,44 @@ TEST_F(DenseHugePages, ABusyKernelIsAskedAgainAfterALongerStreak) {
   EXPECT_TRUE(huge_pages::dense()) << "a busy kernel does not turn `dense` off";
   EXPECT_FALSE(huge_pages::collapsed(m->base));
   large::free(m);
+}
+
+// The filler: of free chunks of a size, the one in the block with the most
+// granules out.  Block A has all but one granule out, block B one; B's free
+// 64 KiB chunk heads the list (freed last), A's follows it.
+TEST_F(DenseHugePages, TheFillerTakesASmallChunkFromTheFullestBlock) {
+  for (uint64_t policy : {options::kHugeDense, options::kHugeOff}) {
+    ScopedOption mode(options::kHugePages, policy);
+    chunks::purge_all();  // (dirty chunks would be taken first)
+    std::vector<ChunkMeta*> a, b;
+    for (std::vector<ChunkMeta*>* v : {&a, &b}) {
+      ChunkMeta* whole = chunks::alloc(config::kHugePageBits);
+      ASSERT_NE(whole, nullptr);
+      // Split into granules, in address order.
+      std::vector<ChunkMeta*> todo{whole};
+      while (!todo.empty()) {
+        ChunkMeta* m = todo.back();
+        todo.pop_back();
+        chunks::split_out(m, config::kGranuleBits,
+                          [&](ChunkMeta* piece) { todo.push_back(piece); });
+        v->push_back(m);
+      }
+      std::sort(v->begin(), v->end(),
+                [](const ChunkMeta* x, const ChunkMeta* y) { return x->base < y->base; });
+      ASSERT_EQ(v->size(), kBlock / config::kGranule);
+    }
+    uintptr_t a_free = a[1]->base, b_free = b[1]->base;
+    chunks::release(a[1], 0);
+    for (size_t i = 1; i < b.size(); i++) chunks::release(b[i], 0);  // b[1] first: it stays apart
+    ChunkMeta* got = chunks::alloc(config::kGranuleBits);
+    ASSERT_NE(got, nullptr);
+    if (policy == options::kHugeDense)
+      EXPECT_EQ(got->base, a_free) << "the fullest block";
+    else
+      EXPECT_EQ(got->base, b_free) << "the list's head";
+    chunks::release(got, 0);
+    for (size_t i = 0; i < a.size(); i++)
+      if (i != 1) chunks::release(a[i], 0);
+    chunks::release(b[0], 0);
+  }
 }
