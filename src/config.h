@@ -184,6 +184,37 @@ constexpr bool page_size_supported(size_t page) {
 // AArch64 with 4 KiB pages; 32 MiB with 16 KiB pages and 512 MiB with
 // 64 KiB pages, where ROOST_HUGEPAGES does nothing).
 inline constexpr unsigned kHugePageBits = 21;
+// ROOST_HUGEPAGES=dense (backend/huge_pages.h): the service thread collapses
+// a 2 MiB block into a huge page once every granule of it is handed out
+// (slabs, a large object) and at most kDenseMissingPages of its 4 KiB pages
+// are not resident: so a collapse adds at most 64 KiB, 1/32, to the RSS of
+// a block the program already uses (a slab's page not carved yet, a large
+// object's last page), while the slack at the heap's growing edge does not
+// keep a block from it...
+inline constexpr size_t kDenseMissingPages = 16;
+// ...found so on two looks in a row (2 << splits for a block that was
+// collapsed and split again since, up to 15 looks), the looks at least
+// kDenseLookNs apart (and a purge delay in force)...
+inline constexpr uint64_t kDenseLookNs = 20'000'000;  // 20 ms
+// ...at most kMaxCollapsesPerLook blocks a look (a collapse copies 2 MiB:
+// about 3 ms on the project's machines, a core the program may want) and
+// at most kDenseBlocksPerLook blocks examined (one mincore each)...
+inline constexpr unsigned kMaxCollapsesPerLook = 2;
+inline constexpr unsigned kDenseBlocksPerLook = 1024;
+// ...and only once the program holds kDenseHeapFloor bytes of chunks: a
+// heap below it fits in the reach of the second-level TLB's 4 KiB entries
+// several times over (1.5-2k entries: 6-8 MiB), so huge pages would buy it
+// little, while each one it took could add up to 64 KiB (above) and a
+// collapse costs milliseconds.  A program that stays below it makes no
+// system call for huge pages at all.  After kDenseIdleLooks looks in a row
+// that find nothing to do and a heap that did not grow, the looks stop
+// until the backend hands out memory again.
+inline constexpr size_t kDenseHeapFloor = size_t{32} << 20;
+// The filler (`dense`): a clean chunk smaller than a block comes from the
+// block with the most granules out among the first kFillerLooks free
+// chunks of its size (backend/chunk_allocator.cc: pop_fullest).
+inline constexpr unsigned kFillerLooks = 8;
+inline constexpr unsigned kDenseIdleLooks = 8;
 
 // Bump-pointer carving: a slab's never-used tail is turned into free objects
 // a small page at a time, so untouched pages stay untouched (linking an

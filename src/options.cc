@@ -69,6 +69,8 @@ const char* describe(Type type) {
       return "one of 0/1, on/off, true/false, yes/no, text, json";
     case Type::kProfileMode:
       return "one of 0/1, on/off, true/false, yes/no, leaks";
+    case Type::kHugePolicy:
+      return "one of off, dense, always (or 0/1, on/off, true/false, yes/no)";
     case Type::kPath:
       return "a path";  // (any text is)
     case Type::kSignal:
@@ -104,6 +106,10 @@ void append_value(err::Line& line, Type type, uint64_t v) {
   }
   if (type == Type::kProfileMode && v == kProfileLeaks) {
     line.str("leaks");
+    return;
+  }
+  if (type == Type::kHugePolicy) {
+    line.str(v == kHugeAlways ? "always" : v == kHugeDense ? "dense" : "off");
     return;
   }
   if (type == Type::kSignal && signal_name(v) != nullptr) {

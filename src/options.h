@@ -28,6 +28,7 @@ enum class Type : uint8_t {
   kNumber,
   kReport,
   kProfileMode,
+  kHugePolicy,
   kPath,
   kSignal
 };
@@ -37,6 +38,10 @@ enum Report : uint64_t { kReportNone = 0, kReportText = 1, kReportJson = 2 };
 
 // The values of a kProfileMode option (ROOST_PROFILE).
 enum ProfileMode : uint64_t { kProfileOff = 0, kProfileHeap = 1, kProfileLeaks = 2 };
+
+// The values of a kHugePolicy option (ROOST_HUGEPAGES): ordered, so that
+// `>= kHugeDense` reads "collapses dense blocks".
+enum HugePolicy : uint64_t { kHugeOff = 0, kHugeDense = 1, kHugeAlways = 2 };
 
 struct Option {
   const char* env;  // the environment variable
@@ -102,6 +107,15 @@ constexpr Parsed parse_profile_mode(const char* s) {
   if (same_word(s, "leaks")) return {Status::kOk, kProfileLeaks};
   Parsed p = parse_bool(s);
   return {p.status, p.value != 0 ? uint64_t{kProfileHeap} : uint64_t{kProfileOff}};
+}
+
+// `dense`, `always`, or a boolean word (off; on: `always`, as `1` was
+// before `dense` existed).
+constexpr Parsed parse_huge_policy(const char* s) {
+  if (same_word(s, "dense")) return {Status::kOk, kHugeDense};
+  if (same_word(s, "always")) return {Status::kOk, kHugeAlways};
+  Parsed p = parse_bool(s);
+  return {p.status, p.value != 0 ? uint64_t{kHugeAlways} : uint64_t{kHugeOff}};
 }
 
 // Reads the decimal digits at `s` into `v`, moving `s` past them; true if
@@ -218,7 +232,8 @@ constexpr const char* signal_name(uint64_t n) {
 // m, g or t suffix (binary units, either case); kMillis decimal digits
 // (milliseconds), optionally followed by `ms`, or by `s` for seconds (either
 // case); kNumber decimal digits; kReport a boolean word, `text` or `json` (a Report); kProfileMode
-// a boolean word or `leaks` (a ProfileMode); kPath any text (its
+// a boolean word or `leaks` (a ProfileMode); kHugePolicy a boolean word, `dense` or `always` (a
+// HugePolicy); kPath any text (its
 // value is the text itself, options::text(), and the number 0); kSignal a
 // signal's name or number (detail::parse_signal).  A number
 // past 64 bits is kOutOfRange; anything else (empty, a sign, spaces,
@@ -237,6 +252,8 @@ constexpr Parsed parse_syntax(Type type, const char* s) {
       return detail::parse_report(s);
     case Type::kProfileMode:
       return detail::parse_profile_mode(s);
+    case Type::kHugePolicy:
+      return detail::parse_huge_policy(s);
     case Type::kPath:
       return {Status::kOk, 0};
     case Type::kSignal:

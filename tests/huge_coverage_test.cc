@@ -7,10 +7,6 @@
 // the kernel grants no huge page: THP mode `never`, no 2 MiB huge page to
 // be had for a probe mapping asked for one, or every collapse roost asked
 // for refused.
-//
-// It needs the dense policy (ROOST_HUGEPAGES=dense, the default): without
-// it roost gives small objects no huge page and the test fails, so it is
-// registered disabled until that lands (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>

@@ -271,7 +271,7 @@ namespace {
 // Every line of the options print: "roost: ROOST_NAME=value (source)".
 void expect_option_lines(const ProbeRun& r) {
   static const std::regex kLine(
-      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|leaks|/[^ ]*|) \((default|unset|from the environment|set by the program|implied by ROOST_(STATS|PROFILE)_FILE)(; [^)]*)?\))");
+      R"(roost: ROOST_[A-Z_]+=([0-9]+[kmgt]?|json|leaks|off|dense|always|/[^ ]*|) \((default|unset|from the environment|set by the program|implied by ROOST_(STATS|PROFILE)_FILE)(; [^)]*)?\))");
   std::vector<std::string> got = lines(r.err);
   EXPECT_GE(got.size(), 8u) << r.describe();
   for (const std::string& l : got) EXPECT_TRUE(std::regex_match(l, kLine)) << l;

@@ -27,7 +27,8 @@ END = "<!-- end of options table -->"
 FIELDS = ("id", "variable", "type", "default", "min", "max", "help")
 TYPES = {"kBool": "boolean", "kBytes": "bytes", "kMillis": "milliseconds (or `250ms`, `1s`)",
          "kNumber": "number", "kReport": "boolean, `text` or `json`",
-         "kProfileMode": "boolean or `leaks`", "kPath": "file path",
+         "kProfileMode": "boolean or `leaks`",
+         "kHugePolicy": "`off`, `dense` or `always` (or boolean)", "kPath": "file path",
          "kSignal": "signal name or number"}
 RANGED = ("kBytes", "kMillis", "kNumber")  # the types whose values column shows the range
 

@@ -25,6 +25,7 @@
 #include <atomic>
 
 #include "backend/address_space.h"
+#include "backend/huge_pages.h"
 #include "backend/meta_arena.h"
 #include "ds/dlist.h"
 #include "ds/spinlock.h"
@@ -47,7 +48,10 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 // own).
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
-  std::atomic<uint64_t> block_bits[kBlockWordsPerRegion];  // backend/huge_pages.cc's
+  std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];
+  // Per block, its granules in chunks handed out (0 to 32; the filler's,
+  // under the lock).
+  uint8_t granules_out[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's
   // A bit per granule: its last small page is a guard (has_end_guard).
   std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
@@ -127,6 +131,7 @@ uintptr_t add_region(unsigned min_order, unsigned* order) {
       g_end_slot.store(index + 1, std::memory_order_release);
   }
   g_reserved.fetch_add(size_t{1} << *order, std::memory_order_relaxed);
+  huge_pages::fit_region(base, size_t{1} << *order);
   return base;
 }
 
@@ -309,11 +314,16 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
   if (list == nullptr) return 0;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
+  // The chunks were taken off their lists (kind kUnused) before this fence:
+  // a collapse that starts after it sees them (backend/huge_pages.cc).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   // Chunks in transit belong to this thread: their dirty extents can change
   // without the lock.
   size_t purged = 0;
   for (ChunkMeta* m = list; m != nullptr; m = m->next) {
     size_t extent = dirty_extent(m);
+    // (Not while the service collapses its block: it stays dirty.)
+    if (!huge_pages::before_purge(m->base, extent)) continue;
     if (!os::purge(reinterpret_cast<void*>(m->base), extent, zero)) continue;
     m->dirty_pages = 0;
     purged += extent;
@@ -481,6 +491,52 @@ ChunkMeta* take_dirty(unsigned order, unsigned max_order, size_t fill) {
   return nullptr;
 }
 
+// Counts chunk `m`'s granules into (+1) or out of (-1) its blocks'
+// granules_out.  Lock held.
+ROOST_COMMON_TEXT void count_out(const ChunkMeta* m, int sign) {
+  Region* r = region_of(m->base);
+  size_t first = (m->base & (config::kRegion - 1)) >> kBlockBits;
+  if (m->order < kBlockBits) {
+    auto n = static_cast<uint8_t>(1u << (m->order - kMinOrder));
+    r->granules_out[first] = static_cast<uint8_t>(r->granules_out[first] + sign * n);
+    return;
+  }
+  constexpr uint8_t kWhole = 1u << (kBlockBits - kMinOrder);
+  for (size_t b = first; b < first + (size_t{1} << (m->order - kBlockBits)); b++)
+    r->granules_out[b] = static_cast<uint8_t>(r->granules_out[b] + sign * kWhole);
+}
+
+// The filler (ROOST_HUGEPAGES=dense): of the first config::kFillerLooks
+// free chunks of `order` (below a block's), the one in the block with the
+// most granules out, taken off its list; nullptr if there is none.  Small
+// chunks so pack into blocks already in use, which then become dense,
+// rather than spread over empty ones.
+ROOST_COMMON_TEXT ChunkMeta* pop_fullest(unsigned order) {
+  ChunkMeta* best = nullptr;
+  int best_out = -1;
+  unsigned looked = 0;
+  for (ChunkMeta* c = g_free[order].head; c != nullptr && looked < config::kFillerLooks;
+       c = c->next, looked++) {
+    int out = region_of(c->base)->granules_out[(c->base & (config::kRegion - 1)) >> kBlockBits];
+    if (out > best_out) {
+      best = c;
+      best_out = out;
+    }
+  }
+  if (best != nullptr) g_free[order].remove(best);
+  return best;
+}
+
+// A free chunk of `order` or the smallest bigger one; nullptr if none.
+ROOST_COMMON_TEXT ChunkMeta* pop_free(unsigned order) {
+  bool fill = options::get(options::kHugePages) == options::kHugeDense;
+  for (unsigned j = order; j <= kMaxOrder; j++) {
+    if (g_free[j].head == nullptr) continue;
+    return fill && j < kBlockBits ? pop_fullest(j) : g_free[j].pop_front();
+  }
+  return nullptr;
+}
+
 void note_out(unsigned order) {
   g_handouts++;
   if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
@@ -494,7 +550,7 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
   ChunkMeta* m = take_dirty(order, max_dirty_order, fill);
   if (m == nullptr) {
     if (!clean) return nullptr;
-    for (unsigned j = order; j <= kMaxOrder && m == nullptr; j++) m = g_free[j].pop_front();
+    m = pop_free(order);
     if (m == nullptr) m = cut_fresh(order);
     if (m == nullptr) return nullptr;
     g_taken_clean += size_t{1} << order;
@@ -503,6 +559,7 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
   }
   set_kind(m, ChunkKind::kUnused);
   note_out(order);
+  count_out(m, +1);
   return m;
 }
 
@@ -511,9 +568,17 @@ ROOST_COMMON_TEXT ChunkMeta* take_locked(unsigned order, unsigned max_dirty_orde
 // as zero.  nullptr when there is none (or the OS refuses).
 ROOST_COMMON_TEXT ChunkMeta* take(unsigned order, unsigned max_dirty_order, bool clean) {
   uint64_t now = os::now_ns();
-  LockGuard guard(g_lock);
-  decay(now);
-  return take_locked(order, max_dirty_order, clean);
+  ChunkMeta* m;
+  {
+    LockGuard guard(g_lock);
+    decay(now);
+    m = take_locked(order, max_dirty_order, clean);
+  }
+  // A heap that grows may have dense blocks for the service to look at
+  // (backend/huge_pages.h): it is woken once, not at every chunk.
+  if (m != nullptr && huge_pages::wants_look())
+    if (ReleaseHook hook = g_release_hook.load(std::memory_order_relaxed)) hook();
+  return m;
 }
 
 // ---- moving released pages into a chunk handed out (config::kMoveBits) ----
@@ -644,6 +709,7 @@ ChunkMeta* carry_out(ChunkMeta* m, Moves* moves) {
   g_taken_clean -= moved < g_taken_clean ? moved : g_taken_clean;
   if (r != os::Moved::kLost) return m;
   size_t size = size_t{1} << m->order;
+  count_out(m, -1);
   g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
   g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
   return nullptr;
@@ -673,8 +739,15 @@ ROOST_COMMON_TEXT ChunkMeta* meta_of(uintptr_t addr) {
   return &region_of(addr)->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
 }
 
-std::atomic<uint64_t>* block_bits_of(uintptr_t addr) {
-  return &region_of(addr)->block_bits[(addr & (config::kRegion - 1)) >> (kBlockBits + 6)];
+ROOST_COMMON_TEXT std::atomic<uint8_t>* block_state_of(uintptr_t addr) {
+  if (addr >> config::kRegionBits >= kRegionSlots) return nullptr;
+  Region* r = region_of(addr);
+  if (r == nullptr) return nullptr;
+  return &r->block_state[(addr & (config::kRegion - 1)) >> kBlockBits];
+}
+
+Slots slots() {
+  return {g_first_slot.load(std::memory_order_acquire), g_end_slot.load(std::memory_order_acquire)};
 }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc(unsigned order) { return take(order, kMaxOrder, true); }
@@ -686,6 +759,7 @@ size_t move(uintptr_t from, uintptr_t to, size_t bytes, os::Moved* result) {
     *result = os::move_pages(reinterpret_cast<void*>(from + done),
                              reinterpret_cast<void*>(to + done), kMoveUnit);
     if (*result != os::Moved::kMoved) break;
+    huge_pages::moved(from + done, to + done, kMoveUnit);
     done += kMoveUnit;
   }
   g_moved.fetch_add(done, std::memory_order_relaxed);
@@ -727,6 +801,7 @@ ROOST_COMMON_TEXT void release(ChunkMeta* m, size_t dirty_bytes) {
                                          config::kMinPageSize);
   {
     LockGuard guard(g_lock);
+    count_out(m, -1);
     g_bytes_out.fetch_sub(size, std::memory_order_relaxed);
     g_chunks_out.fetch_sub(1, std::memory_order_relaxed);
     if (m->dirty_pages == 0)
@@ -824,7 +899,7 @@ size_t end_guards() { return g_end_guards.load(std::memory_order_relaxed); }
 size_t end_guards_refused() { return g_end_guards_refused.load(std::memory_order_relaxed); }
 
 size_t reserved_bytes() { return g_reserved.load(std::memory_order_relaxed); }
-size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
+ROOST_COMMON_TEXT size_t bytes_out() { return g_bytes_out.load(std::memory_order_relaxed); }
 ROOST_COMMON_TEXT size_t dirty_bytes() { return g_dirty.load(std::memory_order_relaxed); }
 size_t dirty_cap() {
   size_t out = bytes_out();

@@ -31,13 +31,19 @@ inline constexpr unsigned kMaxOrder = config::kRegionBits;
 // The metadata record of the granule at `addr`, which must lie in a region.
 ChunkMeta* meta_of(uintptr_t addr);
 
-// Each region's table also keeps one bit per huge-page-sized block of the
-// region, whose meaning is backend/huge_pages.cc's: the 64-bit word holding
-// the bit of the block at `addr` (which must lie in a region), whose bit is
-// (addr >> kBlockBits) % 64.  Zero when the region is made.
+// Each region's table also keeps one byte per huge-page-sized block of the
+// region, whose meaning is backend/huge_pages.cc's (its dense-block state):
+// the byte of the block at `addr`; nullptr where no region's table covers
+// `addr` (any address may be asked).  Zero when the table is made.
 inline constexpr unsigned kBlockBits = config::kHugePageBits;
-inline constexpr size_t kBlockWordsPerRegion = (config::kRegion >> kBlockBits) / 64;
-std::atomic<uint64_t>* block_bits_of(uintptr_t addr);
+std::atomic<uint8_t>* block_state_of(uintptr_t addr);
+// The 1 GiB slots of the address space that may hold regions: [first, end)
+// in units of config::kRegion (empty before the first region).  Read
+// without the lock (backend/huge_pages.cc's looks).
+struct Slots {
+  size_t first, end;
+};
+Slots slots();
 
 // A chunk of 2^order bytes (kMinOrder <= order <= kMaxOrder) with kind
 // kUnused and `base`/`order`/`dirty_pages` set: recently released memory

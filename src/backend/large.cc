@@ -117,7 +117,6 @@ void become_object(ChunkMeta* m, size_t usable) {
   m->sample = nullptr;
   m->large_size = usable;
   pagemap::set_range(m->base, 1, m);
-  huge_pages::fit_large(m->base, usable);
 }
 
 ROOST_COMMON_TEXT ChunkMeta* alloc_in_region(size_t usable, size_t span, size_t* dirty) {
@@ -468,11 +467,13 @@ bool resize_in_place(ChunkMeta* m, size_t new_size) {
     // A shrink by a megabyte or more gives the tail's pages back now (from
     // base + usable: page-aligned).  (Should the OS refuse, the tail keeps
     // its bytes and stays dirty.)
-    if (dirty_extent(m) >= usable + (size_t{1} << 20) &&
-        os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
-                  options::get(options::kPurgeZero) != 0))
-      m->dirty_pages = static_cast<uint32_t>(usable / config::kMinPageSize);
-    huge_pages::fit_large(m->base, usable);
+    if (dirty_extent(m) >= usable + (size_t{1} << 20)) {
+      // (A huge page the tail shares with the object is split by the purge.)
+      huge_pages::before_purge(m->base + usable, dirty_extent(m) - usable);
+      if (os::purge(reinterpret_cast<void*>(m->base + usable), dirty_extent(m) - usable,
+                    options::get(options::kPurgeZero) != 0))
+        m->dirty_pages = static_cast<uint32_t>(usable / config::kMinPageSize);
+    }
   }
   m->large_size = usable;
   account(static_cast<ptrdiff_t>(usable) - static_cast<ptrdiff_t>(old), 0, 0);

@@ -2,7 +2,6 @@
 #include "frontend/chunk_cache.h"
 
 #include "backend/chunk_allocator.h"
-#include "backend/huge_pages.h"
 #include "platform/text_section.h"
 
 namespace roost {
@@ -14,13 +13,6 @@ namespace {
 constexpr unsigned kBatchOrder = 19;
 
 ChunkCache::ShortageHook g_shortage_hook = nullptr;
-
-// A chunk the backend just handed out, which will hold slabs: a block of
-// it may have been inside a large object and kept the huge-page advice.
-ChunkMeta* from_backend(ChunkMeta* m) {
-  huge_pages::clear(m->base, size_t{1} << m->order);
-  return m;
-}
 
 }  // namespace
 
@@ -71,7 +63,7 @@ ROOST_COMMON_TEXT ChunkMeta* ChunkCache::take(unsigned order) {
   // to a batch's size: bigger ones are large objects', which reuse them
   // whole).  Then untouched cached chunks (pieces of a batch).
   if (ChunkMeta* m = take_cached(order, true)) return m;
-  if (ChunkMeta* m = chunks::alloc_dirty(order, kBatchOrder)) return from_backend(m);
+  if (ChunkMeta* m = chunks::alloc_dirty(order, kBatchOrder)) return m;
   if (ChunkMeta* m = take_cached(order, false)) return m;
   if (g_shortage_hook != nullptr) g_shortage_hook();
   // What is cached goes back to the backend, where it merges with its
@@ -88,7 +80,6 @@ ROOST_COMMON_TEXT ChunkMeta* ChunkCache::take(unsigned order) {
   // Near the address-space limit a batch may not fit where the chunk does.
   if (m == nullptr && take != order) m = chunks::alloc(order);
   if (m == nullptr) return nullptr;
-  from_backend(m);
   chunks::split_out(m, order, [this](ChunkMeta* piece) { add(piece); });
   return m;
 }

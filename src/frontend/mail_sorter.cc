@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "backend/huge_pages.h"
 #include "backend/pagemap.h"
 #include "ds/sizeclass.h"
 #include "ds/slab_batch.h"
@@ -137,6 +138,7 @@ uint64_t purge_whole(ChunkMeta* whole) {
   for (ChunkMeta* m = whole; m != nullptr; m = next_whole(m)) {
     if ((whole_bits(m) & kPurged) != 0) continue;
     size_t bytes = sizeclass::slab_size(m->sizeclass);
+    huge_pages::before_purge(m->base, bytes);
     bool purged = os::purge(reinterpret_cast<void*>(m->base), bytes, zero);
     // Marked purged even where the OS refused: the next look does not try
     // again (the owner restarts it as not zeroed).

@@ -18,6 +18,7 @@
 #include <cstdlib>
 
 #include "backend/chunk_allocator.h"
+#include "backend/huge_pages.h"
 #include "ds/fence.h"
 #include "ds/spinlock.h"
 #include "frontend/messenger.h"
@@ -112,6 +113,7 @@ ROOST_COMMON_TEXT bool announced_work_pending() {
   // Relaxed: see g_requests.
   return g_requests.load(std::memory_order_relaxed) != g_answered || g_work.parked_mail() ||
          (offload_on() && g_work.offload_pending()) || Messenger::live_mail_flag() ||
+         huge_pages::look_pending() ||
          (!g_main_gone_seen &&
           g_main_gone.load(std::memory_order_relaxed));  // relaxed: see g_main_gone
 }
@@ -151,6 +153,9 @@ uint64_t work(uint64_t* moved) {
   count(g_bytes_purged, chunks::purge_due(now, &next));
   uint64_t look = look_at_mail(now);
   if (look < next) next = look;
+  // Dense blocks collapsed into huge pages (slow: milliseconds a block).
+  uint64_t huge = huge_pages::look(now);
+  if (huge < next) next = huge;
   return more_mail || *moved != 0 ? 0 : next;
 }
 

@@ -2,6 +2,7 @@
 #include "frontend/slab.h"
 
 #include "backend/chunk_allocator.h"
+#include "backend/huge_pages.h"
 #include "frontend/ownership.h"
 #include "platform/asan.h"
 #include "platform/os.h"
@@ -22,6 +23,7 @@ uint32_t trim_resident(ChunkMeta* m, uint32_t resident, size_t keep) {
   if (keep >= extent) return resident;
   keep = bits::align_up(keep, page);  // (kKeepResident returned above: no overflow)
   if (keep >= extent || extent - keep < config::kMinResidentExcess) return resident;
+  huge_pages::before_purge(m->base + keep, extent - keep);
   if (!os::purge(reinterpret_cast<void*>(m->base + keep), extent - keep, true)) return resident;
   return static_cast<uint32_t>(keep >> config::kMinPageBits);
 }

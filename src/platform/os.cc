@@ -433,6 +433,33 @@ bool advise_huge_pages(void* p, size_t size, bool on) {
   return madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+Collapse collapse_huge_page(void* p, size_t size) {
+  int saved = errno;
+  Collapse c = Collapse::kDone;
+  if (madvise(p, size, MADV_COLLAPSE) != 0)
+    c = errno == EAGAIN || errno == ENOMEM ? Collapse::kRefused : Collapse::kUnsupported;
+  errno = saved;
+  return c;
+}
+
+size_t resident_pages(const void* p, size_t size) {
+  unsigned char vec[(size_t{2} << 20) / config::kMinPageSize];
+  const size_t page = page_size();
+  size_t pages = size / page;
+  if (pages > sizeof(vec) || !page_aligned(p)) return 0;
+  int saved = errno;
+  bool ok = sys_mincore(const_cast<void*>(p), size, vec) == 0;
+  errno = saved;
+  if (!ok) return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < pages; i++) n += vec[i] & 1u;
+  return n;
+}
+
 ROOST_COMMON_TEXT size_t address_space_limit() {
   rlimit r;
   if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return SIZE_MAX;

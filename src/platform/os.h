@@ -99,6 +99,22 @@ bool huge_pages_on_advice();
 // above) when `on`, or that it have none; pages already mapped stay as they
 // are.  False if the OS refused.
 bool advise_huge_pages(void* p, size_t size, bool on);
+// What collapse_huge_page() got from the kernel.
+enum class Collapse {
+  kDone,         // [p, p+size) is backed by huge pages now
+  kRefused,      // not this time (no huge page to be had, a page busy): try later
+  kUnsupported,  // never here (the kernel does not know MADV_COLLAPSE, THP is
+                 // off, or the process may not): do not ask again
+};
+// Has the kernel back [p, p+size) (2 MiB-aligned, reserved above) with
+// transparent huge pages now, copying its pages into them
+// (MADV_COLLAPSE, Linux 6.1 and later), whatever the range's advice; may
+// take milliseconds per 2 MiB (compaction, the copy): never on a program's
+// thread.  Pages not mapped are mapped zeroed.
+Collapse collapse_huge_page(void* p, size_t size);
+// How many of the OS's pages of [p, p+size) (page-aligned, reserved above,
+// at most 2 MiB) are in memory now (mincore); 0 where the OS cannot tell.
+size_t resident_pages(const void* p, size_t size);
 
 // Addresses [begin, end).
 struct AddressRange {

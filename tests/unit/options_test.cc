@@ -86,6 +86,19 @@ TEST(Options, ReportsTakeBooleanWordsTextAndJson) {
   EXPECT_TRUE(Ok(options::parse(options::kStats, "json"), options::kReportJson));
 }
 
+TEST(Options, HugePagePoliciesTakeOffDenseAlwaysAndBooleanWords) {
+  for (const char* s : {"0", "off", "false", "NO"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kHugePolicy, s), options::kHugeOff)) << s;
+  for (const char* s : {"dense", "DENSE", "Dense"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kHugePolicy, s), options::kHugeDense)) << s;
+  // `1` was "on" before `dense` existed: it stays mimalloc's trade.
+  for (const char* s : {"1", "on", "true", "always", "Always"})
+    EXPECT_TRUE(Ok(options::parse_syntax(Type::kHugePolicy, s), options::kHugeAlways)) << s;
+  for (const char* s : {"", "2", "madvise", "never", "dense "})
+    EXPECT_EQ(status(Type::kHugePolicy, s), Status::kMalformed) << '"' << s << '"';
+  EXPECT_EQ(options::default_value(options::kHugePages), options::kHugeDense);
+}
+
 TEST(Options, ProfileModesTakeBooleanWordsAndLeaks) {
   for (const char* s : {"0", "off", "false", "NO"})
     EXPECT_TRUE(Ok(options::parse_syntax(Type::kProfileMode, s), options::kProfileOff)) << s;
