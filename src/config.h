@@ -149,9 +149,16 @@ inline constexpr unsigned kMaxMoveLooks = 64;  // released chunks looked at for 
 // (vm.max_map_count, 65530 by default).
 inline constexpr size_t kMoveMaxReservedBytes = size_t{16} << 30;
 // A purge the program undoes at once (it takes memory that must be faulted
-// in within a delay) doubles the delay, at most this many times; a delay in
-// which it takes no memory halves it again.
+// in within a delay: at least a granule, and at least 1/kUndonePurgeShare
+// of what was purged lately) doubles the delay, at most this many times; a
+// delay in which it takes no memory halves it again.
 inline constexpr unsigned kMaxPurgeDelayShift = 3;
+inline constexpr size_t kUndonePurgeShare = 4;
+// A thread's chunk cache takes fresh slab memory from the backend in chunks
+// of 2^kFreshBatchOrder bytes (the default reserve's size, 512 KiB) while
+// its reserve has room for the rest, so a growing heap asks the backend's
+// lock once per eight one-granule slabs.
+inline constexpr unsigned kFreshBatchOrder = 19;
 
 // Requests above this are refused with ENOMEM before touching the OS.
 inline constexpr size_t kMaxRequest = size_t{1} << 46;
@@ -593,5 +600,9 @@ static_assert((kOffloadFreeSlots & (kOffloadFreeSlots - 1)) == 0);
 // Passes over the rings that find nothing to do before the service sleeps
 // (it yields between them): while the program allocates it stays awake.
 inline constexpr unsigned kOffloadIdlePasses = 128;
+
+// Once the main thread has returned, the service thread looks this often
+// whether it is the process's last thread (and then ends the process).
+inline constexpr uint64_t kAloneCheckNs = 100'000'000;  // 100 ms
 
 }  // namespace roost::config

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "json_reader.h"
+#include "kernel_thp.h"
 #include "roost.h"
 
 using roost_test::json::Reader;
@@ -32,31 +33,13 @@ constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBlock = 2 * kMiB;
 constexpr size_t kHeap = 256 * kMiB;
 
-std::string thp_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  std::getline(f, line);
-  size_t open = line.find('['), close = line.find(']');
-  return open == std::string::npos || close == std::string::npos
-             ? ""
-             : line.substr(open + 1, close - open - 1);
-}
-
 // AnonHugePages of the mapping that holds `addr` (/proc/self/smaps).
 size_t huge_bytes_at(uintptr_t addr) {
-  std::ifstream f("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(f, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
-      inside = addr >= lo && addr < hi;
-      continue;
-    }
-    unsigned long kib = 0;
-    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kib) == 1) return kib * 1024;
-  }
-  return 0;
+  unsigned long kib = 0;
+  roost_test::for_each_smaps_field(addr, [&kib](const std::string& line) {
+    std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kib);
+  });
+  return kib * 1024;
 }
 
 // Whether the kernel gives this process a huge page when asked: a mapping
@@ -87,7 +70,7 @@ Value huge_pages_report() {
 }  // namespace
 
 TEST(HugeCoverage, ADenseHeapOf256MiBIsMostlyCovered) {
-  std::string mode = thp_mode();
+  std::string mode = roost_test::thp_mode();
   if (mode != "madvise" && mode != "always")
     GTEST_SKIP() << "the kernel's THP mode is `" << mode << "`: it grants no huge page";
   if (!kernel_grants_a_huge_page())

@@ -347,7 +347,7 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
 void adapt_delay() {
   size_t undone = g_taken_clean < g_purged_recently ? g_taken_clean : g_purged_recently;
   unsigned shift = g_delay_shift.load(std::memory_order_relaxed);
-  if (undone >= config::kGranule && undone >= g_purged_recently / 4) {
+  if (undone >= config::kGranule && undone >= g_purged_recently / config::kUndonePurgeShare) {
     if (shift < config::kMaxPurgeDelayShift) shift++;
   } else if (g_handouts == 0 && shift > 0) {
     shift--;

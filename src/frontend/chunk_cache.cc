@@ -8,9 +8,8 @@ namespace roost {
 
 namespace {
 
-// Fresh memory comes from the backend 512 KiB at a time (the default
-// reserve's size) while the reserve has room for the rest.
-constexpr unsigned kBatchOrder = 19;
+// Fresh memory comes from the backend in batches (config.h).
+constexpr unsigned kBatchOrder = config::kFreshBatchOrder;
 
 ChunkCache::ShortageHook g_shortage_hook = nullptr;
 

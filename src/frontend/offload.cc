@@ -166,7 +166,7 @@ void empty_alloc_rings(Port* port, void* s) {
       g_backing.unmake(s, port->alloc_slots[sc][i & (kSlots - 1)]);
       g_unmade[sc]++;
     }
-    port->alloc_head[sc].store(t, std::memory_order_relaxed);
+    port->alloc_head[sc].store(t, std::memory_order_relaxed);  // relaxed: the lock, above
     port->alloc_seen[sc] = t;
   }
 }

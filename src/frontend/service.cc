@@ -60,9 +60,6 @@ std::atomic<bool> g_park_at_stop{false};
 // The main thread ended (main_thread_gone).  Relaxed: work the service
 // looks for, announced with want()'s handshake.
 std::atomic<bool> g_main_gone{false};
-// How often the service looks whether it is the last thread, once the main
-// thread is gone.
-constexpr uint64_t kAloneCheckNs = 100'000'000;
 // Set on the service thread: stop() called there (by its exit(0)) has no
 // thread to wait for.
 thread_local bool t_is_service = false;
@@ -263,7 +260,7 @@ ROOST_COMMON_TEXT void* run(void*) {
       g_main_gone_seen = true;
       // The process's last thread ends it, with the status glibc gives.
       if (!os::other_threads_run()) exit(0);
-      uint64_t look = os::now_ns() + kAloneCheckNs;
+      uint64_t look = os::now_ns() + config::kAloneCheckNs;
       if (next > look) next = look;
     }
     {

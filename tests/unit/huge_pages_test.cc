@@ -8,8 +8,9 @@
 // collapsed block loses its huge page when part of it is purged, a heap
 // below the floor costs no system call, and a kernel that refuses costs one
 // try (unknown: `dense` is off; busy: counted, tried again after a longer
-// streak), and the filler takes a small chunk from the fullest block.  Skipped where the kernel's THP mode is not `madvise` (there roost
-// gives none), and where the kernel has no huge page to give.
+// streak), and the filler takes a small chunk from the fullest block.  Skipped where the kernel's
+// THP mode is not `madvise` (there roost gives none), and where the kernel has no huge page to
+// give.
 #include "backend/huge_pages.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernel_thp.h"
 #include "backend/chunk_allocator.h"
 #include "backend/large.h"
 #include "backend/pagemap.h"
@@ -38,31 +40,17 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBlock = 2 * kMiB;
 
-// Read here rather than through os::huge_pages_on_advice(): were that wrong
-// and false, every test below would skip instead of failing.
-bool kernel_advice_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(f, line) && line.find("[madvise]") != std::string::npos;
-}
+bool kernel_advice_mode() { return roost_test::thp_mode() == "madvise"; }
 
 // Whether the mapping holding `addr` has the huge-page advice (the kernel's
 // VmFlags `hg`); fails the test if no mapping holds it.
 bool advised(uintptr_t addr) {
-  std::ifstream f("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(f, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
-      inside = addr >= lo && addr < hi;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0)
-      return (line + " ").find(" hg ") != std::string::npos;
-  }
-  ADD_FAILURE() << "no mapping holds " << std::hex << addr;
-  return false;
+  bool hg = false;
+  bool held = roost_test::for_each_smaps_field(addr, [&hg](const std::string& line) {
+    if (line.rfind("VmFlags:", 0) == 0) hg = (line + " ").find(" hg ") != std::string::npos;
+  });
+  if (!held) ADD_FAILURE() << "no mapping holds " << std::hex << addr;
+  return hg;
 }
 
 // The field `name` (kB) summed over the mappings that overlap the block

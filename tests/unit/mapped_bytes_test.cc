@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernel_thp.h"
 #include "backend/address_space.h"
 #include "backend/large.h"
 #include "backend/pagemap.h"
@@ -36,11 +37,7 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kBlock = 2 * kMiB;
 
-bool kernel_advice_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(f, line) && line.find("[madvise]") != std::string::npos;
-}
+bool kernel_advice_mode() { return roost_test::thp_mode() == "madvise"; }
 
 // The reference: Rss and AnonHugePages of the mappings that overlap any of
 // `ranges`, read with the C++ library.
@@ -95,7 +92,7 @@ TEST(MappedBytes, OneMappingAsAnotherReaderSeesIt) {
   EXPECT_EQ(got.huge, want.huge);
   EXPECT_GE(got.resident, 4 * kMiB);
   EXPECT_LE(got.huge, got.resident);
-  if (!collapsed) GTEST_SKIP() << "the kernel has no MADV_COLLAPSE";
+  if (!kernel_advice_mode()) GTEST_SKIP() << "the kernel's THP mode is not `madvise`";
   if (got.huge == 0) GTEST_SKIP() << "the kernel gave the advised 4 MiB no huge page";
   EXPECT_EQ(got.huge % kBlock, 0u);
 }
