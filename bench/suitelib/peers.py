@@ -10,7 +10,8 @@ Provides each peer as a shared library to LD_PRELOAD, ready and checked:
     tbbmalloc  libtbbmalloc2         libtbbmalloc_proxy.so.2    (the proxy: the
                package's libtbbmalloc.so.2 only exports scalable_malloc & co.)
 - PyPI wheels that ship an allocator's shared library, downloaded with pip
-  (`python3 -m pip download --no-deps --only-binary=:all:`, the pinned
+  (`python3 -m pip download --no-deps --only-binary=:all:`, by this python3
+  or Debian's, whose python3-pip is installed where neither has pip; the pinned
   version) into <build_root>/pypi/ and the library taken out of the wheel (a
   zip) into <build_root>/<name>-<version>/; peer.json records it as for a
   built peer, so later calls download nothing:
@@ -692,6 +693,25 @@ def _build_peer(name, spec, build_root, sources, install):
 # --- PyPI wheels -----------------------------------------------------------------------------
 
 
+def _has_pip(py):
+    return subprocess.run([py, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def _python_with_pip():
+    """A python3 whose pip can download wheels (Debian's python3-pip installed if none has it).
+
+    Returns (path, None) or (None, why)."""
+    candidates = [sys.executable, "/usr/bin/python3"]
+    for py in candidates:
+        if os.path.exists(py) and _has_pip(py):
+            return py, None
+    why = Installer(True).install("python3-pip")
+    if why is None and _has_pip("/usr/bin/python3"):
+        return "/usr/bin/python3", None
+    return None, f"no python3 with pip to download the wheel ({why or 'python3-pip has no pip'})"
+
+
 def _pypi_peer(name, build_root, install):
     spec = PYPI[name]
     dist, version, member = spec["dist"], spec["version"], spec["member"]
@@ -712,10 +732,13 @@ def _pypi_peer(name, build_root, install):
     if not found:
         if not install:
             return {"missing": f"not downloaded under {build_root}, and --no-install was given"}
+        py, why = _python_with_pip()
+        if py is None:
+            return {"missing": why}
         logpath = os.path.join(wheels, f"{dist}-{version}.log")
         log(f"peers: downloading {dist} {version} from PyPI with pip (log: {logpath})")
         with open(logpath, "w") as logf:
-            st = _run_logged([sys.executable, "-m", "pip", "download", "--no-deps",
+            st = _run_logged([py, "-m", "pip", "download", "--no-deps",
                               "--only-binary=:all:", "--disable-pip-version-check",
                               "--retries", "1", "--timeout", "30", "--dest", wheels,
                               f"{dist}=={version}"], logf)
