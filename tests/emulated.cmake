@@ -37,10 +37,10 @@ set(ROOST_EMULATED_TARGETS)
 # --- unit tests -------------------------------------------------------------
 # Not emulated: the address-space limit (AddressSpace.RegionsShrink...),
 # exec of /proc/self/exe (AddressSpace.TheLayoutDiffers..., ErrorOutput's
-# threadsafe death tests), MADV_HUGEPAGE (HugePages.*: qemu-user accepts the
-# advice and ignores it).
+# threadsafe death tests), MADV_HUGEPAGE and MADV_COLLAPSE (HugePages.*,
+# DenseHugePages.*: qemu-user accepts both and does neither).
 set(EMU_UNIT_FILTER
-    "--gtest_filter=-AddressSpace.RegionsShrinkUnderAnAddressSpaceLimit:AddressSpace.TheLayoutDiffersFromProcessToProcess:ErrorOutput.KeptStderrOutlivesClosingFd2:ErrorOutput.FatalPrintsOneLineAndAborts:HugePages.*")
+    "--gtest_filter=-AddressSpace.RegionsShrinkUnderAnAddressSpaceLimit:AddressSpace.TheLayoutDiffersFromProcessToProcess:ErrorOutput.KeptStderrOutlivesClosingFd2:ErrorOutput.FatalPrintsOneLineAndAborts:HugePages.*:DenseHugePages.*")
 foreach(page 4 16 64)
   set(name unit.page${page}k)
   if(page EQUAL 4)
