@@ -87,15 +87,17 @@ TEST(HugeCoverage, ADenseHeapOf256MiBIsMostlyCovered) {
     objects.push_back(p);
     bytes += size;
   }
-  // The service collapses dense blocks once they have stayed dense: poll
-  // the report for up to 30 s.
+  // The service collapses dense blocks once they have stayed dense, two a
+  // look: poll the report for up to 120 s (on an idle machine it takes about
+  // one; a busy one starves the service thread, 13 s a run at nice 19 beside
+  // a full test run).
   Value h;
   uint64_t huge = 0;
-  for (int i = 0; i < 300; i++) {
+  for (int i = 0; i < 480; i++) {
     h = huge_pages_report();
     huge = h["heap_bytes_huge"].number;
     if (huge >= kHeap * 3 / 4) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   uint64_t tried = h["collapses_tried"].number, refused = h["collapses_refused"].number;
   if (huge < kHeap / 2 && tried != 0 && refused == tried)
