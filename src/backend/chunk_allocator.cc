@@ -186,6 +186,8 @@ ROOST_COMMON_TEXT void merge_free(ChunkMeta* m) {
     set_order(lower, lower->order + 1u);
     m = lower;
   }
+  // Whole blocks, free and clean: no collapse's pages are left in them.
+  if (m->order >= kBlockBits) huge_pages::cleaned(m->base, size_t{1} << m->order);
   if (m->base + (size_t{1} << m->order) == g_fresh_begin && m->base >= g_fresh_region &&
       lift_end_guard(m)) {
     set_kind(m, ChunkKind::kUnused);  // back in the fresh extent
@@ -309,8 +311,9 @@ ChunkMeta* detach(DirtyLists& gen, ChunkMeta* all = nullptr) {
 // lock dropped (madvise is a system call), then merges it; returns the
 // bytes purged.  A chunk the OS would not purge keeps its contents, so it
 // goes back among the dirty ones (a later decay tries again) instead of the
-// clean ones.
-ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
+// clean ones.  So does one in the block the service is collapsing, unless
+// `wait` (malloc_trim: the purge waits out the collapse).
+ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list, bool wait = false) {
   if (list == nullptr) return 0;
   g_lock.unlock();
   bool zero = options::get(options::kPurgeZero) != 0;
@@ -323,7 +326,12 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list) {
   for (ChunkMeta* m = list; m != nullptr; m = m->next) {
     size_t extent = dirty_extent(m);
     // (Not while the service collapses its block: it stays dirty.)
-    if (!huge_pages::before_purge(m->base, extent)) continue;
+    bool may = huge_pages::before_purge(m->base, extent);
+    while (!may && wait) {
+      huge_pages::await_collapse(m->base, extent);
+      may = huge_pages::before_purge(m->base, extent);
+    }
+    if (!may) continue;
     if (!os::purge(reinterpret_cast<void*>(m->base), extent, zero)) continue;
     m->dirty_pages = 0;
     purged += extent;
@@ -797,6 +805,7 @@ ROOST_COMMON_TEXT void release(ChunkMeta* m, size_t dirty_bytes) {
   uint64_t now = os::now_ns();
   size_t size = size_t{1} << m->order;
   if (dirty_bytes > size) dirty_bytes = size;
+  dirty_bytes = huge_pages::filled_extent(m->base, size, dirty_bytes);
   m->dirty_pages = static_cast<uint32_t>(bits::align_up(dirty_bytes, config::kMinPageSize) /
                                          config::kMinPageSize);
   {
@@ -824,7 +833,7 @@ bool purge_all() {
   LockGuard guard(g_lock);
   ChunkMeta* all = detach(g_young, detach(g_old));
   bool any = all != nullptr;
-  purge_and_merge(all);
+  purge_and_merge(all, true);
   // Asked for by the program: no sign that it will want the memory back.
   g_delay_shift.store(0, std::memory_order_relaxed);
   g_purged_recently = 0;

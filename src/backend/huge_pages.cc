@@ -100,12 +100,15 @@ namespace {
 
 constexpr size_t kBlock = size_t{1} << kBlockBits;
 
-// A block's state byte: the streak of dense looks (0..15), collapsed, and
-// the times it was collapsed and split again (0..3).
+// A block's state byte: the streak of dense looks (0..15), collapsed, the
+// times it was collapsed and split again (0..3), and filled: a collapse
+// mapped its missing pages (zeros) since it was last purged whole, so the
+// pages of a chunk in it past the chunk's dirty extent may be resident.
 constexpr uint8_t kStreakMask = 0x0f;
 constexpr uint8_t kCollapsed = 0x10;
 constexpr unsigned kSplitsShift = 5;
 constexpr uint8_t kSplitsMask = 0x60;
+constexpr uint8_t kFilled = 0x80;
 
 unsigned splits_of(uint8_t s) { return (s & kSplitsMask) >> kSplitsShift; }
 // The streak a block needs: two looks, twice as many per split (15 at most).
@@ -122,6 +125,10 @@ uint8_t with_split(uint8_t s) {
 // Counters (relaxed: statistics; the looks' are written by the looker, under g_look_lock).
 std::atomic<uint64_t> g_tried{0}, g_done{0}, g_refused{0};
 std::atomic<int64_t> g_blocks{0};  // blocks collapsed now
+// Blocks with kFilled set (relaxed: a hint that lets filled_extent() skip
+// the tables; a block filled while it is read out is still handed out, and
+// its chunk's release comes after the collapse).
+std::atomic<int64_t> g_filled{0};
 std::atomic<size_t> g_look_syscalls{0};
 
 // The kernel refused MADV_COLLAPSE for good (EINVAL, EPERM): `dense` is off.
@@ -200,9 +207,14 @@ Tried collapse(uintptr_t b, std::atomic<uint8_t>* state, uint8_t s) {
                                  : os::collapse_huge_page(reinterpret_cast<void*>(b), kBlock);
   Tried result = Tried::kDone;
   if (c == os::Collapse::kDone) {
+    // Filled whatever happens to the streak below: the kernel mapped the
+    // block's missing pages, which some chunk's record may count as clean.
+    if ((state->fetch_or(kFilled, std::memory_order_relaxed) & kFilled) == 0)
+      g_filled.fetch_add(1, std::memory_order_relaxed);
+    s |= kFilled;
     // (A purge since the read above cleared the streak: the CAS fails, and
     // the block is not held as collapsed; the kernel has it as it is.)
-    if (update(state, s, static_cast<uint8_t>((s & kSplitsMask) | kCollapsed))) {
+    if (update(state, s, static_cast<uint8_t>((s & (kSplitsMask | kFilled)) | kCollapsed))) {
       g_blocks.fetch_add(1, std::memory_order_relaxed);
     }
     g_done.fetch_add(1, std::memory_order_relaxed);
@@ -314,7 +326,9 @@ ROOST_COMMON_TEXT bool before_purge(uintptr_t base, size_t size) {
   // (seq_cst: after the caller's fence, the handshake above.)
   uintptr_t busy = g_collapsing.load(std::memory_order_seq_cst);
   if (busy != 0 && busy < base + size && base < busy + kBlock) return false;
-  if (g_blocks.load(std::memory_order_relaxed) == 0) return true;
+  if (g_blocks.load(std::memory_order_relaxed) == 0 &&
+      g_filled.load(std::memory_order_relaxed) == 0)
+    return true;
   Blocks span = blocks_of(base, size);
   for (uintptr_t blk = span.first; blk <= span.last; blk++) {
     uintptr_t b = blk << kBlockBits;
@@ -322,11 +336,15 @@ ROOST_COMMON_TEXT bool before_purge(uintptr_t base, size_t size) {
     std::atomic<uint8_t>* state = chunks::block_state_of(b);
     if (state == nullptr) continue;
     uint8_t s = state->load(std::memory_order_relaxed);
-    while ((s & kCollapsed) != 0) {
-      uint8_t to = static_cast<uint8_t>(s & kSplitsMask);
-      if (!whole) to = with_split(to);
+    // A collapsed block loses that state (split again where the purge
+    // covers part of it); one purged whole is no longer filled.
+    const uint8_t clears = whole ? kCollapsed | kFilled : kCollapsed;
+    while ((s & clears) != 0) {
+      uint8_t to = static_cast<uint8_t>(s & ~(clears | kStreakMask));
+      if ((s & kCollapsed) != 0 && !whole) to = with_split(to);
       if (state->compare_exchange_weak(s, to, std::memory_order_relaxed)) {
-        g_blocks.fetch_sub(1, std::memory_order_relaxed);
+        if ((s & kCollapsed) != 0) g_blocks.fetch_sub(1, std::memory_order_relaxed);
+        if ((s & clears & kFilled) != 0) g_filled.fetch_sub(1, std::memory_order_relaxed);
         break;
       }
     }
@@ -334,24 +352,61 @@ ROOST_COMMON_TEXT bool before_purge(uintptr_t base, size_t size) {
   return true;
 }
 
+void await_collapse(uintptr_t base, size_t size) {
+  // (Acquire: pairs with the collapser's release as it lets go of the block.)
+  for (;;) {
+    uintptr_t busy = g_collapsing.load(std::memory_order_acquire);
+    if (busy == 0 || busy >= base + size || base >= busy + kBlock) return;
+    os::yield();
+  }
+}
+
+ROOST_COMMON_TEXT size_t filled_extent(uintptr_t base, size_t size, size_t dirty) {
+  if (dirty >= size || g_filled.load(std::memory_order_relaxed) == 0) return dirty;
+  // The last filled block the chunk's clean part overlaps bounds it.
+  Blocks span = blocks_of(base + dirty, size - dirty);
+  for (uintptr_t blk = span.last + 1; blk-- > span.first;) {
+    std::atomic<uint8_t>* state = chunks::block_state_of(blk << kBlockBits);
+    if (state == nullptr || (state->load(std::memory_order_relaxed) & kFilled) == 0) continue;
+    size_t end = ((blk + 1) << kBlockBits) - base;
+    return end < size ? end : size;
+  }
+  return dirty;
+}
+
+ROOST_COMMON_TEXT void cleaned(uintptr_t base, size_t size) {
+  if (g_filled.load(std::memory_order_relaxed) == 0) return;
+  for (uintptr_t b = base; b < base + size; b += kBlock) {
+    std::atomic<uint8_t>* state = chunks::block_state_of(b);
+    if (state == nullptr) return;
+    if ((state->load(std::memory_order_relaxed) & kFilled) != 0 &&
+        (state->fetch_and(static_cast<uint8_t>(~kFilled), std::memory_order_relaxed) & kFilled) !=
+            0)
+      g_filled.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 void moved(uintptr_t from, uintptr_t to, size_t bytes) {
-  if (g_blocks.load(std::memory_order_relaxed) == 0) return;
+  if (g_blocks.load(std::memory_order_relaxed) == 0 &&
+      g_filled.load(std::memory_order_relaxed) == 0)
+    return;
   for (size_t off = 0; off + kBlock <= bytes; off += kBlock) {
     std::atomic<uint8_t>* src = chunks::block_state_of(from + off);
     std::atomic<uint8_t>* dst = chunks::block_state_of(to + off);
     if (src == nullptr || dst == nullptr) continue;
-    bool was = (src->fetch_and(static_cast<uint8_t>(~(kCollapsed | kStreakMask)),
-                               std::memory_order_relaxed) &
-                kCollapsed) != 0;
+    // The source's pages are gone: it is neither collapsed nor filled.
+    uint8_t was = src->fetch_and(static_cast<uint8_t>(~(kCollapsed | kFilled | kStreakMask)),
+                                 std::memory_order_relaxed);
     // The destination's own pages were discarded: it holds the source's.
+    const uint8_t carried = kCollapsed | kFilled;
     uint8_t d = dst->load(std::memory_order_relaxed);
-    while (!dst->compare_exchange_weak(
-        d, static_cast<uint8_t>((d & kSplitsMask) | (was ? kCollapsed : 0)),
-        std::memory_order_relaxed)) {
+    while (!dst->compare_exchange_weak(d, static_cast<uint8_t>((d & kSplitsMask) | (was & carried)),
+                                       std::memory_order_relaxed)) {
     }
-    // The source's state went to the destination: one fewer where the
-    // destination was collapsed itself.
+    // The source's state went to the destination: one fewer of each that
+    // the destination held itself.
     if ((d & kCollapsed) != 0) g_blocks.fetch_sub(1, std::memory_order_relaxed);
+    if ((d & kFilled) != 0) g_filled.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -365,6 +420,11 @@ Counts counts() {
 bool collapsed(uintptr_t addr) {
   std::atomic<uint8_t>* state = chunks::block_state_of(addr);
   return state != nullptr && (state->load(std::memory_order_relaxed) & kCollapsed) != 0;
+}
+
+bool filled(uintptr_t addr) {
+  std::atomic<uint8_t>* state = chunks::block_state_of(addr);
+  return state != nullptr && (state->load(std::memory_order_relaxed) & kFilled) != 0;
 }
 
 namespace testing {
@@ -386,7 +446,7 @@ void reset() {
     for (uintptr_t b = slot << config::kRegionBits; b < (slot + 1) << config::kRegionBits;
          b += kBlock)
       if (std::atomic<uint8_t>* state = chunks::block_state_of(b))
-        state->fetch_and(kCollapsed, std::memory_order_relaxed);
+        state->fetch_and(kCollapsed | kFilled, std::memory_order_relaxed);
       else
         break;
 }

@@ -9,7 +9,10 @@
 //    look(), a few blocks a look, once the heap holds config::kDenseHeapFloor;
 //    a block the backend is about to purge in part loses its state first
 //    (the kernel splits the huge page), and one collapsed and split again
-//    waits longer before the next collapse.  Nothing is advised, so page
+//    waits longer before the next collapse.  A collapse maps the block's
+//    missing pages: the block is filled until it is purged whole, and a
+//    chunk in it goes back to the backend dirty to the block's end, so its
+//    next purge gives those pages back too.  Nothing is advised, so page
 //    faults never assemble a huge page on a program's thread and khugepaged
 //    leaves the blocks alone.
 //  - `always`: every region is advised (MADV_HUGEPAGE) as it is reserved,
@@ -88,9 +91,25 @@ bool look_pending();
 // now.  Free where no block is collapsed or being collapsed.
 bool before_purge(uintptr_t base, size_t size);
 
+// Waits (yielding) while the service collapses a block that
+// [base, base + size) overlaps: malloc_trim's purge, which must leave
+// nothing dirty, after before_purge() said no.
+void await_collapse(uintptr_t base, size_t size);
+
+// A chunk [base, base + size) going back to the backend with its first
+// `dirty` bytes written: the extent its purge must cover.  A collapse maps
+// a block's missing pages (zeros), so where the chunk's clean part lies in
+// a block collapsed since it was last purged whole, the extent reaches to
+// the end of the last such block.  `dirty` where no block was collapsed.
+size_t filled_extent(uintptr_t base, size_t size, size_t dirty);
+
+// [base, base + size), whole blocks, is free and clean (purged or never
+// touched): its blocks are no longer filled.
+void cleaned(uintptr_t base, size_t size);
+
 // The pages of [from, from + bytes) moved to [to, to + bytes) (whole
 // blocks' worth, 2 MiB-aligned: backend/chunk_allocator.cc's moves): a
-// collapsed block's state goes with its pages.
+// collapsed or filled block's state goes with its pages.
 void moved(uintptr_t from, uintptr_t to, size_t bytes);
 
 // Collapses of dense 2 MiB blocks into huge pages (MADV_COLLAPSE, made off
@@ -102,8 +121,10 @@ struct Counts {
 };
 Counts counts();
 
-// Whether roost holds the block at `addr` as collapsed (tests).
+// Whether roost holds the block at `addr` as collapsed, and as filled
+// (tests).
 bool collapsed(uintptr_t addr);
+bool filled(uintptr_t addr);
 
 // ---- tests ----
 namespace testing {

@@ -23,6 +23,15 @@ namespace {
 struct ScopedPurgeDelay : test::ScopedOption {
   explicit ScopedPurgeDelay(uint64_t ms) : ScopedOption(options::kPurgeDelayMs, ms) {}
 };
+
+// The pagemap is set up before any test takes a chunk, as the product sets
+// it up before its first: a test run on its own (a filter) or in any order
+// finds the backend as a program would.
+class PagemapFirst : public ::testing::Environment {
+ public:
+  void SetUp() override { ASSERT_TRUE(pagemap::init()); }
+};
+::testing::Environment* const kPagemapFirst = ::testing::AddGlobalTestEnvironment(new PagemapFirst);
 }  // namespace
 
 TEST(ChunkAllocator, ChunksAreNaturallyAlignedDisjointAndZero) {

@@ -285,6 +285,34 @@ TEST_F(DenseHugePages, ABlockPurgedInPartLosesItsHugePageFirst) {
   large::free(m);
 }
 
+TEST_F(DenseHugePages, PagesACollapseMappedGoBackWithTheChunk) {
+  // A block-sized chunk whose object leaves its last 8 pages untouched:
+  // dense, and the collapse maps those 8 pages (zeros) though the object's
+  // record counts only its own pages as written.
+  const size_t tail = 8 * config::kMinPageSize;
+  size_t dirty = 0;
+  void* p = large::alloc(kBlock - tail, config::kMinPageSize, &dirty);
+  ASSERT_NE(p, nullptr);
+  ChunkMeta* m = pagemap::lookup(p);
+  ASSERT_EQ(m->base, reinterpret_cast<uintptr_t>(p));
+  ASSERT_EQ(m->order, config::kHugePageBits);
+  std::memset(p, 1, kBlock - tail);
+  ASSERT_EQ(os::resident_pages(reinterpret_cast<void*>(m->base + kBlock - tail), tail), 0u);
+  collapse(m);
+  if (IsSkipped()) return large::free(m);
+  uintptr_t base = m->base;
+  EXPECT_EQ(os::resident_pages(reinterpret_cast<void*>(base + kBlock - tail), tail),
+            tail / os::page_size())
+      << "the kernel mapped the untouched tail";
+  EXPECT_TRUE(huge_pages::filled(base));
+  large::free(m);
+  // The purge gives back the whole block, the tail the object never wrote
+  // included: nothing of it stays resident in memory counted as clean.
+  chunks::purge_all();
+  EXPECT_EQ(os::resident_pages(reinterpret_cast<void*>(base), kBlock), 0u);
+  EXPECT_FALSE(huge_pages::filled(base)) << "purged whole: the next chunk there starts clean";
+}
+
 TEST_F(DenseHugePages, ASmallHeapIsNeverCollapsedAndCostsNoSystemCall) {
   huge_pages::testing::set_heap_floor(chunks::bytes_out() + 64 * kMiB);
   ChunkMeta* m = object(4 * kMiB, true);
