@@ -723,17 +723,20 @@ TEST(RemoteFree, ManyThreadsExchangeObjectsAndAllComeHome) {
   expect_messages_balance(before, freed_remote.load(), "exchange");
 }
 
-// More threads than cores exchange objects of one class in rounds, and
-// leave one group after another while the others go on: with foreign reuse
-// on (the remote_free.prefixed.foreign_reuse run), a thread may hand out,
-// keep or send home objects whose owner is receiving, parked or gone.
-// Whatever the schedule, every object comes home and the counters balance.
+// More threads than cores exchange objects of one class in rounds, each
+// freeing what it got in the last round between its own allocations (so
+// that, with foreign reuse on, it keeps other threads' objects and hands
+// them out again), and leave one group after another while the others go
+// on: a thread may hand out, keep or send home objects whose owner is
+// receiving, parked or gone (the remote_free.prefixed.foreign_reuse run
+// switches reuse on; under ThreadSanitizer too).  Whatever the schedule,
+// every object comes home and the counters balance.
 TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
   REQUIRE_ROOST();
   if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
   const unsigned threads_n = std::max(8u, 3 * std::thread::hardware_concurrency());
-  constexpr unsigned kRounds = 4;  // a thread t leaves after round t % kRounds
-  constexpr unsigned kPerRound = kTsan ? 200 : 800;
+  constexpr unsigned kRounds = 5;  // thread t's last round: t % kRounds
+  constexpr unsigned kPerRound = kTsan ? 300 : 1500;
   constexpr size_t kSize = 256;
   struct Mailbox {
     std::mutex m;
@@ -752,13 +755,25 @@ TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
       std::mt19937_64 rng(991 + t);
       uint64_t seq = 0, freed = 0;
       std::vector<Entry> incoming;
+      auto free_one = [&](const Entry& e) {
+        std::string err = verify_object(e.p, e.size, e.tag);
+        if (!err.empty()) errors.report("thread " + std::to_string(t) + ": " + err);
+        t_free(e.p);
+        freed++;
+      };
       for (unsigned round = 0; round <= last_round(t); round++) {
-        // Receivers: the threads in this round, but this one.
-        std::vector<unsigned> in_round;
-        for (unsigned d = 0; d < threads_n; d++) {
-          if (d != t && last_round(d) >= round) in_round.push_back(d);
+        {
+          // What the last round sent here (the barrier below ended it).
+          std::lock_guard<std::mutex> lock(mailboxes[t].m);
+          incoming.swap(mailboxes[t].entries);
         }
-        for (unsigned i = 0; i < kPerRound && !errors.failed(); i++) {
+        // Receivers: threads that go on to the next round, but this one.
+        std::vector<unsigned> next_round;
+        for (unsigned d = 0; d < threads_n; d++) {
+          if (d != t && last_round(d) > round) next_round.push_back(d);
+        }
+        size_t taken = 0;
+        for (unsigned i = 0; i < kPerRound && !next_round.empty() && !errors.failed(); i++) {
           void* p = t_malloc(kSize);
           if (p == nullptr) {
             errors.report("allocation failed");
@@ -766,26 +781,19 @@ TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
           }
           uint64_t tag = make_tag(t, seq++);
           write_object(p, kSize, tag);
-          unsigned d = in_round[rng() % in_round.size()];
-          std::lock_guard<std::mutex> lock(mailboxes[d].m);
-          mailboxes[d].entries.push_back(Entry{p, static_cast<uint32_t>(kSize), tag});
+          unsigned d = next_round[rng() % next_round.size()];
+          {
+            std::lock_guard<std::mutex> lock(mailboxes[d].m);
+            mailboxes[d].entries.push_back(Entry{p, static_cast<uint32_t>(kSize), tag});
+          }
+          if (taken < incoming.size()) free_one(incoming[taken++]);
         }
-        sync.arrive_and_wait();  // every object of this round is posted
-        {
-          std::lock_guard<std::mutex> lock(mailboxes[t].m);
-          incoming.swap(mailboxes[t].entries);
-        }
-        for (const Entry& e : incoming) {
-          std::string err = verify_object(e.p, e.size, e.tag);
-          if (!err.empty()) errors.report("thread " + std::to_string(t) + ": " + err);
-          t_free(e.p);
-          freed++;
-        }
+        while (taken < incoming.size()) free_one(incoming[taken++]);
         incoming.clear();
         if (round == last_round(t))
           sync.arrive_and_drop();  // leaves: the others go on without it
         else
-          sync.arrive_and_wait();  // every mailbox is empty
+          sync.arrive_and_wait();  // this round's objects are all sent and freed
       }
       freed_remote += freed;
     });
