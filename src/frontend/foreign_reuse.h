@@ -16,8 +16,7 @@
 // nothing, so its local frees do not turn into remote ones; a thread that
 // only frees a class (a consumer) has no demand for it and keeps nothing.
 // The demand: `used`, less what the class's fast list still holds (walked,
-// no further than the demand), at most a slab's objects (and no more than
-// the cache holds of the class).  The cache's batches
+// no further than that), at most a slab's objects.  The cache's batches
 // of the class, whole, up to the demand, go in front of the fast list
 // instead of into a message; the next allocations hand them out first.
 // They stay their owner's (its slab counts them out): freed again, by
@@ -84,12 +83,9 @@ class ForeignReuse {
       // frees start from what this post sends.
       w.remote_mark = sent + cached[sc];
       if (!may_keep || cached[sc] == 0 || used <= left || remote * 2 <= used) continue;
-      // No more than the cache holds of the class: the walk of the fast
-      // list stops there too.
       uint64_t want = used - left;
       uint32_t cap = sizeclass::kInfo.info[sc].capacity;
       if (want > cap) want = cap;
-      if (want > cached[sc]) want = cached[sc];
       want -= length_up_to(fast[sc], want, sc);
       demand[sc] = static_cast<uint32_t>(want);
       any |= want != 0;
