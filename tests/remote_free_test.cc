@@ -761,6 +761,11 @@ TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
         t_free(e.p);
         freed++;
       };
+      // Every thread holds an allocator of its own before any leaves: a
+      // thread that started later could take a leaver's from the pool, and
+      // free its objects as local ones.
+      t_free(t_malloc(kSize));
+      sync.arrive_and_wait();
       for (unsigned round = 0; round <= last_round(t); round++) {
         {
           // What the last round sent here (the barrier below ended it).
@@ -799,6 +804,7 @@ TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
     });
   }
   for (auto& th : threads) th.join();
+  for (auto& mb : mailboxes) std::vector<Entry>().swap(mb.entries);  // (their buffers)
   struct roost_stats after = snap();
   ASSERT_EQ(errors.first(), "");
   expect_bytes_in_use_back(before, after, "leave in groups");
