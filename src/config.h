@@ -494,6 +494,22 @@ inline constexpr unsigned kQuarantineSlots = 128;
 inline constexpr size_t kQuarantineMaxBytes = 16 * 1024;
 static_assert((kQuarantineSlots & (kQuarantineSlots - 1)) == 0);
 
+// Foreign reuse (issue 57; frontend/foreign_reuse.h): at a post, the
+// BatchIt cache's batches of a class the thread has demand for go in front
+// of that class's fast list instead of into a message, while most of the
+// thread's frees of the class are remote.  The objects stay their owner's
+// (its slab counts them out); those not handed out by the next post go
+// home then, and every path that lets fast lists go sends what is left of
+// them home by message.  Only where a kept object needs no check of its
+// own and BatchIt is built: not with checked links, double-free detection
+// or the quarantine (the secure and hardened builds).  Run-time option
+// ROOST_FOREIGN_REUSE.
+#ifndef ROOST_FOREIGN_REUSE
+#define ROOST_FOREIGN_REUSE 1
+#endif
+inline constexpr bool kForeignReuse =
+    ROOST_FOREIGN_REUSE != 0 && kBatchIt && !kEncodeLinks && !kDetectDoubleFree && !kQuarantine;
+
 // malloc(0) and the other zero-size allocations (alignments up to
 // kZeroSizeMaxAlign) return addresses in one inaccessible range
 // (backend/zero_size.h): a read or write through one faults at once.  No

@@ -97,7 +97,8 @@ std::string describe_messages(const struct roost_stats& s) {
          std::to_string(s.messages_forwarded) + ", inbox_drains " + std::to_string(s.inbox_drains) +
          ", slab_batches_sent " + std::to_string(s.slab_batches_sent) + ", slab_batches_received " +
          std::to_string(s.slab_batches_received) + ", batchit_evictions " +
-         std::to_string(s.batchit_evictions);
+         std::to_string(s.batchit_evictions) + ", foreign_kept " + std::to_string(s.foreign_kept) +
+         ", foreign_sent_home " + std::to_string(s.foreign_sent_home);
 }
 
 // ---------------------------------------------------------------------------
@@ -299,7 +300,13 @@ void expect_messages_balance(const struct roost_stats& before, uint64_t min_remo
   ::testing::Test::RecordProperty(std::string(what) + "_slabs_adopted", std::to_string(adopted));
   // Objects of adopted slabs freed as local frees.
   uint64_t local = std::min(min_remote_frees, adopted * kMaxObjectsPerSlab);
-  EXPECT_GE(remote + handed + local, min_remote_frees) << what << ": " << counters;
+  // Foreign reuse (ROOST_FOREIGN_REUSE): an object a thread kept and
+  // handed out again may be freed next by its owner's thread (a local free
+  // the program made across threads): at most one per object reused.
+  uint64_t kept = after.foreign_kept - before.foreign_kept;
+  uint64_t kept_sent_home = after.foreign_sent_home - before.foreign_sent_home;
+  uint64_t reused = kept - kept_sent_home;
+  EXPECT_GE(remote + handed + local + reused, min_remote_frees) << what << ": " << counters;
   // Every message sent was received: nothing is left in flight once every
   // inbox has been drained (cumulative counters, since process start), in
   // objects and in batch messages.
@@ -314,9 +321,13 @@ void expect_messages_balance(const struct roost_stats& before, uint64_t min_remo
     EXPECT_EQ(slab_batches, sent) << what << ": " << counters;
     EXPECT_EQ(after.batchit_evictions, before.batchit_evictions) << what << ": " << counters;
   }
-  // Each remote free is a message, each hop of a forwarded message another.
-  EXPECT_EQ(sent, remote + forwarded) << what << ": " << counters;
-  EXPECT_GE(received + handed + local, min_remote_frees) << what << ": " << counters;
+  // Each remote free is a message, each hop of a forwarded message another;
+  // but for those kept for reuse, which went in no message unless they went
+  // home unused.
+  EXPECT_EQ(sent, remote - kept + kept_sent_home + forwarded) << what << ": " << counters;
+  // An object reused is a remote free no message carried, and its next
+  // free may be its owner's own (above): two per object reused at most.
+  EXPECT_GE(received + handed + local + 2 * reused, min_remote_frees) << what << ": " << counters;
   if (min_remote_frees > local && handed == 0) {
     EXPECT_GE(batches, 1u) << what;
     EXPECT_LE(batches, sent) << what << ": " << counters;
@@ -710,6 +721,94 @@ TEST(RemoteFree, ManyThreadsExchangeObjectsAndAllComeHome) {
     EXPECT_GT(after.messages_forwarded - before.messages_forwarded, 0u) << describe_messages(after);
   }
   expect_messages_balance(before, freed_remote.load(), "exchange");
+}
+
+// More threads than cores exchange objects of one class in rounds, each
+// freeing what it got in the last round between its own allocations (so
+// that, with foreign reuse on, it keeps other threads' objects and hands
+// them out again), and leave one group after another while the others go
+// on: a thread may hand out, keep or send home objects whose owner is
+// receiving, parked or gone (the remote_free.prefixed.foreign_reuse run
+// switches reuse on; under ThreadSanitizer too).  Whatever the schedule,
+// every object comes home and the counters balance.
+TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
+  REQUIRE_ROOST();
+  if (in_repeat_child()) GTEST_SKIP() << "not in the repeat child";
+  const unsigned threads_n = std::max(8u, 3 * std::thread::hardware_concurrency());
+  constexpr unsigned kRounds = 5;  // thread t's last round: t % kRounds
+  constexpr unsigned kPerRound = kTsan ? 300 : 1500;
+  constexpr size_t kSize = 256;
+  struct Mailbox {
+    std::mutex m;
+    std::vector<Entry> entries;
+  };
+  std::vector<Mailbox> mailboxes(threads_n);
+  Errors errors;
+  std::atomic<uint64_t> freed_remote{0};
+  std::barrier<> sync(threads_n);
+  auto last_round = [](unsigned t) { return t % kRounds; };
+
+  struct roost_stats before = snap();
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < threads_n; t++) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(991 + t);
+      uint64_t seq = 0, freed = 0;
+      std::vector<Entry> incoming;
+      auto free_one = [&](const Entry& e) {
+        std::string err = verify_object(e.p, e.size, e.tag);
+        if (!err.empty()) errors.report("thread " + std::to_string(t) + ": " + err);
+        t_free(e.p);
+        freed++;
+      };
+      // Every thread holds an allocator of its own before any leaves: a
+      // thread that started later could take a leaver's from the pool, and
+      // free its objects as local ones.
+      t_free(t_malloc(kSize));
+      sync.arrive_and_wait();
+      for (unsigned round = 0; round <= last_round(t); round++) {
+        {
+          // What the last round sent here (the barrier below ended it).
+          std::lock_guard<std::mutex> lock(mailboxes[t].m);
+          incoming.swap(mailboxes[t].entries);
+        }
+        // Receivers: threads that go on to the next round, but this one.
+        std::vector<unsigned> next_round;
+        for (unsigned d = 0; d < threads_n; d++) {
+          if (d != t && last_round(d) > round) next_round.push_back(d);
+        }
+        size_t taken = 0;
+        for (unsigned i = 0; i < kPerRound && !next_round.empty() && !errors.failed(); i++) {
+          void* p = t_malloc(kSize);
+          if (p == nullptr) {
+            errors.report("allocation failed");
+            break;
+          }
+          uint64_t tag = make_tag(t, seq++);
+          write_object(p, kSize, tag);
+          unsigned d = next_round[rng() % next_round.size()];
+          {
+            std::lock_guard<std::mutex> lock(mailboxes[d].m);
+            mailboxes[d].entries.push_back(Entry{p, static_cast<uint32_t>(kSize), tag});
+          }
+          if (taken < incoming.size()) free_one(incoming[taken++]);
+        }
+        while (taken < incoming.size()) free_one(incoming[taken++]);
+        incoming.clear();
+        if (round == last_round(t))
+          sync.arrive_and_drop();  // leaves: the others go on without it
+        else
+          sync.arrive_and_wait();  // this round's objects are all sent and freed
+      }
+      freed_remote += freed;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& mb : mailboxes) std::vector<Entry>().swap(mb.entries);  // (their buffers)
+  struct roost_stats after = snap();
+  ASSERT_EQ(errors.first(), "");
+  expect_bytes_in_use_back(before, after, "leave in groups");
+  expect_messages_balance(before, freed_remote.load(), "leave in groups");
 }
 
 // ---------------------------------------------------------------------------

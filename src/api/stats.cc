@@ -190,8 +190,12 @@ void take(Snapshot& s) {
   out.slab_guards = chunks::end_guards();
   out.slab_guards_refused = chunks::end_guards_refused();
   out.large_quarantined = large::quarantined();
-  // Every object a thread frees remotely or forwards is sent.
-  out.messages_sent = out.remote_frees + out.messages_forwarded;
+  // Every object a thread frees remotely or forwards is sent, but those it
+  // kept for reuse (frontend/foreign_reuse.h), of which those it sent home
+  // unused were.
+  out.foreign_reused = out.foreign_kept - out.foreign_sent_home;
+  out.messages_sent =
+      out.remote_frees - out.foreign_kept + out.foreign_sent_home + out.messages_forwarded;
 }
 
 void take_huge_pages(Snapshot& s) {

@@ -240,6 +240,10 @@ FreeObject* Allocator::wait_for_mail(unsigned sc) {
 
 ROOST_COMMON_TEXT void Allocator::attach(bool waits) {
   messenger_.load_options();
+  // Not the service thread's own allocator (offload's), which frees for
+  // every thread.
+  foreign_reuse_.set_on(config::kForeignReuse && waits &&
+                        options::get(options::kForeignReuse) != 0);
   backpressure_.load_options(waits && options::get(options::kBackpressure) != 0,
                              options::get(options::kBackpressureBytes),
                              options::get(options::kBackpressureWaitUs) * 1000,
@@ -276,6 +280,14 @@ ROOST_COMMON_TEXT void Allocator::after_stretch() {
 }
 
 ROOST_COMMON_TEXT void Allocator::post_and_visit() {
+  if constexpr (config::kForeignReuse) {
+    // No keeping with an offload port (its frees go to the ring) or a
+    // stand-in (the heap profiler cuts fast lists by their length; a
+    // placeholder owns nothing).
+    if (foreign_reuse_.on())
+      foreign_reuse_.at_post(fast_, counters_.allocs, counters_.frees, messenger_, this,
+                             port_ == nullptr && stand_in_ == nullptr);
+  }
   messenger_.post();
   visit_inbox();
   service::at_safe_point();
@@ -313,6 +325,9 @@ ROOST_COMMON_TEXT uint64_t Allocator::settle() {
 ROOST_COMMON_TEXT bool Allocator::release_unused() {
   sampler_.release_held(fast_,
                         [](unsigned sc, FreeObject* o) { return checks::next_checked(sc, o); });
+  if constexpr (config::kForeignReuse) {
+    if (foreign_reuse_.send_all_home(fast_, messenger_, this)) messenger_.post();
+  }
   bool released = slabs_.release_unused(fast_, chunks_);
   return chunks_.trim(0) || released;
 }

@@ -11,6 +11,8 @@
 //   Sampler         with the heap profiler on: where each class's next
 //                   sample falls, and objects held back from its fast list
 //   Quarantine      (hardened build) freed objects waiting to go back
+//   ForeignReuse    (ROOST_FOREIGN_REUSE) which of its remote frees it keeps
+//                   on its fast lists at a post, and sending them home
 // Two experimental features reach it through one seam each, and keep their
 // state and counting themselves: adoption (ROOST_ADOPT=1, frontend/
 // adoption.h) through adoption::Slabs, its slabs and chunk cache, which
@@ -41,6 +43,7 @@
 #include "frontend/backpressure.h"
 #include "frontend/checks.h"
 #include "frontend/chunk_cache.h"
+#include "frontend/foreign_reuse.h"
 #include "frontend/messenger.h"
 #include "frontend/offload.h"
 #include "frontend/ownership.h"
@@ -276,12 +279,17 @@ class Allocator {
     receive(false);
     return true;
   }
+  // Posts the outbox now, as a full one is (foreign reuse keeps what it
+  // keeps first), and visits the inbox.
+  void post() { post_and_visit(); }
   // Everything pending, out and in (thread exit, trim).  Returns the
   // objects received.
   uint64_t settle();
-  // Lets go of everything not in use: fast lists, spare and empty slabs,
-  // cached chunks (thread exit, trim; see SizeClassSlabs::release_unused
-  // for the active slabs).  True if any memory went back to the backend.
+  // Lets go of everything not in use: fast lists (other allocators' objects
+  // on them go home by message, posted: ForeignReuse::send_all_home), spare
+  // and empty slabs, cached chunks (thread exit, trim; see
+  // SizeClassSlabs::release_unused for the active slabs).  True if any
+  // memory went back to the backend.
   bool release_unused();
   // The heap profiler's spare chunks, every thread's (trim): true if any.
   static bool release_sampled_spares();
@@ -412,6 +420,8 @@ class Allocator {
   offload::Port* port_ = nullptr;
   Sampler sampler_;
   [[no_unique_address]] Quarantine<config::kQuarantine ? config::kQuarantineSlots : 0> quarantine_;
+  // Last: nothing a fast path reads moves.
+  ForeignReuse foreign_reuse_;
 
   friend struct AllocatorLayout;  // frontend/allocator.cc: ownership::kMessengerOffset
 };

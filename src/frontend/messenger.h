@@ -92,6 +92,35 @@ class Messenger {
   ROOST_INLINE bool charge(uint32_t bytes) { return outbox_.charge(bytes); }
   inline bool send_other(ChunkMeta* m, void* p, bool cache);
   bool stretch_ended() { return outbox_.stretch_ended(); }
+  // ---- foreign reuse (config::kForeignReuse; frontend/foreign_reuse.h) ----
+
+  // Adds to by_class[sc] the objects of class `sc` the BatchIt cache holds
+  // (remote frees not sent yet).
+  void count_cached(uint32_t* by_class) const {
+    remote_cache_.for_each_started([by_class](unsigned sc, uint32_t n) { by_class[sc] += n; });
+  }
+  // Every cached batch keep(class, objects) says yes to leaves the cache
+  // unsent, to fn(const RemoteCache::Batch&) (its tail's link not written),
+  // its objects counted as kept and as remote frees (statistics counted
+  // them so while cached; the caller counts their frees).  Called just
+  // before post(), which gives the outbox its whole room back.
+  template <typename Keep, typename Fn>
+  void keep_for_reuse(Keep&& keep, Fn&& fn) {
+    remote_cache_.take_kept(keep, [&](const RemoteCache::Batch& b) {
+      bump_counter(counters_.foreign_kept, b.count);
+      bump_counter(counters_.remote_frees, b.count);
+      fn(b);
+    });
+  }
+  // Objects of slab `m` (another allocator's) kept and not handed out,
+  // head..tail linked, go home as one message, filed for the slab's owner
+  // now (the next post() sends it).  Not counted as remote frees: they were
+  // when kept.
+  void send_unused_home(ChunkMeta* m, FreeObject* head, FreeObject* tail, uint32_t count) {
+    file(owner_of(m), slab_batch::seal(head, tail, count, m->obj_size), 0);
+    bump_counter(counters_.slab_batches_sent);
+    bump_counter(counters_.foreign_sent_home, count);
+  }
   // Back-pressure made its allocator wait; `fed`: its objects came home.
   void count_wait(bool fed) {
     bump_counter(counters_.backpressure_waits);

@@ -163,6 +163,29 @@ class RemoteCache {
     }
   }
 
+  // The owner's view (foreign reuse, frontend/foreign_reuse.h):
+  // fn(class, objects) for each batch the cache holds.
+  template <typename Fn>
+  void for_each_started(Fn&& fn) const {
+    for (unsigned i = 0; i < started_count_; i++)
+      fn(started_[i]->slab->sizeclass, started_[i]->objects());
+  }
+  // Foreign reuse: every batch for which keep(class, objects) says so goes
+  // to fn(const Batch&), out of the cache (its way keeps its slab, empty),
+  // its tail's link not written; the others stay listed, in order.
+  template <typename Keep, typename Fn>
+  void take_kept(Keep&& keep, Fn&& fn) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < started_count_; i++) {
+      Entry* e = started_[i];
+      if (keep(e->slab->sizeclass, e->objects()))
+        fn(take(*e));
+      else
+        started_[n++] = e;
+    }
+    started_count_ = n;
+  }
+
   // For statistics, from any thread: fn(class, objects) for each batch the
   // cache holds (read while the owner may be changing them: approximate
   // until it rests, then exact).  Its objects count as freed from the
