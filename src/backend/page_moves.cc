@@ -103,17 +103,17 @@ done:
 }
 
 // Whether the bytes [from, from + n) of the dirty chunk `d` are worth
-// moving: its pages at four points through the part of them in its dirty
-// extent are resident.  A program that wrote only a buffer's head and tail
-// leaves a long extent of which little is resident; moving it would only
-// pin its head, far from the head of what it fills.
+// moving: its pages at config::kMoveResidentProbes points through the part
+// of them in its dirty extent (each in the middle of its share) are
+// resident.  A program that wrote only a buffer's head and tail leaves a
+// long extent of which little is resident; moving it would only pin its
+// head, far from the head of what it fills.
 bool worth_moving(const ChunkMeta* d, uintptr_t from, size_t n) {
   uintptr_t end = d->base + dirty_extent(d);
   if (from + n < end) end = from + n;
   if (end <= from) return false;
   const size_t page = os::page_size();
-  constexpr size_t kParts =
-      2 * config::kMoveResidentProbes;  // a probe in the middle of every other
+  constexpr size_t kParts = 2 * config::kMoveResidentProbes;  // probes at the odd ones
   for (size_t k = 1; k < kParts; k += 2) {
     uintptr_t at = (from + (end - from) / kParts * k) & ~(page - 1);
     if (!os::resident(reinterpret_cast<const void*>(at))) return false;
