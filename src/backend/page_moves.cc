@@ -4,8 +4,8 @@
 // Owns: moving the resident pages of released chunks (the donors, in
 // transit while they move) into a big chunk just handed out, up to what its
 // caller will use: the kernel moves page tables, no byte is copied and no
-// page faulted in.  In the residency model (docs/DESIGN.md) a move turns
-// bytes on their way out into bytes in use: it adds no resident byte.
+// page faulted in.  In the residency model (docs/DESIGN.md, rule 7) a move
+// turns bytes on their way out into bytes in use: it adds no resident byte.
 // Must never: move under the backend's lock (only the purge lock is held,
 // so fork and malloc_trim wait for the donors), move a chunk's end guard,
 // or move a donor whose pages are mostly gone (worth_moving).

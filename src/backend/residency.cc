@@ -184,6 +184,7 @@ ROOST_COMMON_TEXT size_t purge_and_merge(ChunkMeta* list, bool wait = false) {
   return purged;
 }
 
+// Rule 3 (docs/DESIGN.md, "What stays resident"): the delay stretches.
 // At a rotation: stretches or shrinks the purge delay (above) by what the
 // program took during the delay that ends.
 void adapt_delay() {
@@ -209,6 +210,7 @@ bool rotation_due(uint64_t now) {
 // Whether decay_locked() has work: aging, or dirty memory over its cap.
 bool decay_due(uint64_t now) { return dirty_bytes() > dirty_cap() || rotation_due(now); }
 
+// Rule 2: demand kept for big chunks.
 // detach(g_old), but for up to `keep` bytes of its big chunks (the biggest
 // first: they cost the most to fault in again), which move to the young
 // lists instead.
@@ -231,6 +233,7 @@ ChunkMeta* detach_old_keeping(size_t keep) {
   return all;
 }
 
+// Rule 1: the clock.
 // Makes the young generation old and purges the old one (above).  Both
 // locks held; returns the bytes purged.
 size_t rotate_locked(uint64_t now) {
@@ -249,6 +252,7 @@ size_t rotate_locked(uint64_t now) {
   return purge_and_merge(old);
 }
 
+// Rule 4: the cap follows the program.
 // Over the cap: the old generation's chunks, then the young one's, the
 // biggest first, until dirty memory is back to three quarters of the cap.
 ChunkMeta* detach_over_cap() {
@@ -310,6 +314,7 @@ ChunkMeta* best_fit(unsigned order, size_t fill) {
 
 }  // namespace
 
+// Rule 5: which dirty chunk is reused.
 // A dirty chunk of `order` to `max_order`, split down to `order`; nullptr
 // if none.  The smallest that fits: a bigger one is split only when no
 // chunk of the size is dirty, so that big chunks stay whole for big
@@ -367,6 +372,7 @@ ROOST_COMMON_TEXT uint64_t purge_delay_now_ns() {
          << g_delay_shift.load(std::memory_order_relaxed);
 }
 
+// Rule 6: malloc_trim.
 bool purge_all() {
   LockGuard purging(g_purge_lock);
   LockGuard guard(g_lock);
