@@ -148,12 +148,21 @@ inline constexpr unsigned kMaxMoveLooks = 64;  // released chunks looked at for 
 // regions at most), and the process's count of those is limited
 // (vm.max_map_count, 65530 by default).
 inline constexpr size_t kMoveMaxReservedBytes = size_t{16} << 30;
+// A released chunk is moved only where its pages at this many points
+// through the part of it that would move are resident (mincore): a program
+// that wrote only a buffer's head and tail leaves a long dirty extent of
+// which little is resident, and moving it would only pin its head far from
+// the head of what it fills.
+inline constexpr unsigned kMoveResidentProbes = 4;
 // A purge the program undoes at once (it takes memory that must be faulted
 // in within a delay: at least a granule, and at least 1/kUndonePurgeShare
 // of what was purged lately) doubles the delay, at most this many times; a
 // delay in which it takes no memory halves it again.
 inline constexpr unsigned kMaxPurgeDelayShift = 3;
 inline constexpr size_t kUndonePurgeShare = 4;
+// "Lately": what was purged is halved (shifted right this many bits) at
+// every rotation of the dirty generations, a purge delay apart.
+inline constexpr unsigned kPurgedLatelyShift = 1;
 // A thread's chunk cache takes fresh slab memory from the backend in chunks
 // of 2^kFreshBatchOrder bytes (the default reserve's size, 512 KiB) while
 // its reserve has room for the rest, so a growing heap asks the backend's

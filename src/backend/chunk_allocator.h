@@ -1,19 +1,23 @@
 // backend/chunk_allocator.h — power-of-two chunks carved from reserved
-// regions, buddy style.
+// regions, buddy style: the backend's chunk component, as the rest of roost
+// calls it.
 //
 // Owns: the regions (up to 1 GiB, aligned to their size, lazily committed;
 // backend/address_space.h places and sizes them), their ChunkMeta tables
 // (one per 1 GiB slot of the address space), the fresh extent (the newest
 // region's unused top, cut from the bottom up so that its table is
-// written only where memory went out), the buddy free lists with coalescing, and the decay of
-// released memory: a released chunk stays "dirty" (its pages resident, reusable without a page
-// fault) for one to two purge delays (ROOST_PURGE_DELAY, stretched while the program faults back
-// in what was just purged), then is purged (by the next call that finds the delay passed, or by
-// the service thread while one runs) and merged with its free buddies; sooner while more is dirty
-// than the program holds (dirty_cap).  Every chunk handed out is
-// naturally aligned to its size; its first `dirty_pages` pages may hold old bytes, the rest reads
-// as zero.  Must never: be called on a fast path (it takes a lock), decide what chunks are used
-// for, or purge under its lock.
+// written only where memory went out) and the buddy free lists with
+// coalescing (chunk_allocator.cc); what stays resident of released memory
+// (backend/residency.cc: a released chunk stays "dirty", its pages
+// resident and reusable without a page fault, for one to two purge delays,
+// ROOST_PURGE_DELAY, stretched while the program faults back in what was
+// just purged, then is purged and merged with its free buddies; sooner
+// while more is dirty than the program holds, dirty_cap; docs/DESIGN.md,
+// "What stays resident"); and released pages moved into a big chunk
+// handed out (backend/page_moves.cc).  Every chunk handed out is
+// naturally aligned to its size; its first `dirty_pages` pages may hold old
+// bytes, the rest reads as zero.  Must never: be called on a fast path (it
+// takes a lock), decide what chunks are used for, or purge under its lock.
 #pragma once
 
 #include <atomic>
