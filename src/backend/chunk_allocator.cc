@@ -48,9 +48,9 @@ constexpr size_t kRegionSlots = size_t{1} << (config::kAddressBits - config::kRe
 struct Region {
   ChunkMeta meta[kGranulesPerRegion];
   std::atomic<uint8_t> block_state[config::kRegion >> kBlockBits];
-  // Per block, its granules in chunks handed out (0 to 32; the filler's,
-  // under the lock).
-  uint8_t granules_out[config::kRegion >> kBlockBits];  // backend/huge_pages.cc's
+  // Per block, its granules in chunks handed out (0 to 32): written under
+  // the lock, read there by the filler and without it by the dense looks.
+  std::atomic<uint8_t> granules_out[config::kRegion >> kBlockBits];
   // A bit per granule: its last small page is a guard (has_end_guard).
   std::atomic<uint64_t> guard_bits[kGranulesPerRegion / 64];
 };
@@ -219,18 +219,27 @@ ChunkMeta* cut_fresh(unsigned order) {
   set_order(m, order);
   return m;
 }
+
+// granules_out[b] += delta (the lock held: a load and a store, relaxed,
+// which the looks read as a hint).
+void add_granules_out(std::atomic<uint8_t>& out, int delta) {
+  out.store(static_cast<uint8_t>(out.load(std::memory_order_relaxed) + delta),
+            std::memory_order_relaxed);
+}
+
+// Counts chunk `m`'s granules into (+1) or out of (-1) its blocks'
 // granules_out.  Lock held.
 ROOST_COMMON_TEXT void count_out(const ChunkMeta* m, int sign) {
   Region* r = region_of(m->base);
   size_t first = (m->base & (config::kRegion - 1)) >> kBlockBits;
   if (m->order < kBlockBits) {
     auto n = static_cast<uint8_t>(1u << (m->order - kMinOrder));
-    r->granules_out[first] = static_cast<uint8_t>(r->granules_out[first] + sign * n);
+    add_granules_out(r->granules_out[first], sign * n);
     return;
   }
   constexpr uint8_t kWhole = 1u << (kBlockBits - kMinOrder);
   for (size_t b = first; b < first + (size_t{1} << (m->order - kBlockBits)); b++)
-    r->granules_out[b] = static_cast<uint8_t>(r->granules_out[b] + sign * kWhole);
+    add_granules_out(r->granules_out[b], sign * kWhole);
 }
 
 // The filler (ROOST_HUGEPAGES=dense): of the first config::kFillerLooks
@@ -244,7 +253,10 @@ ROOST_COMMON_TEXT ChunkMeta* pop_fullest(unsigned order) {
   unsigned looked = 0;
   for (ChunkMeta* c = g_free[order].head; c != nullptr && looked < config::kFillerLooks;
        c = c->next, looked++) {
-    int out = region_of(c->base)->granules_out[(c->base & (config::kRegion - 1)) >> kBlockBits];
+    // (Relaxed: written under the lock this holds.)
+    int out =
+        region_of(c->base)->granules_out[(c->base & (config::kRegion - 1)) >> kBlockBits].load(
+            std::memory_order_relaxed);
     if (out > best_out) {
       best = c;
       best_out = out;
@@ -318,6 +330,15 @@ void lose(ChunkMeta* m) {
 
 ROOST_COMMON_TEXT ChunkMeta* meta_of(uintptr_t addr) {
   return &region_of(addr)->meta[(addr >> config::kGranuleBits) & (kGranulesPerRegion - 1)];
+}
+
+ROOST_COMMON_TEXT bool block_handed_out(uintptr_t addr) {
+  if (addr >> config::kRegionBits >= kRegionSlots) return false;
+  Region* r = region_of(addr);
+  if (r == nullptr) return false;
+  // (Relaxed: a hint, confirmed from the records; see the header.)
+  return r->granules_out[(addr & (config::kRegion - 1)) >> kBlockBits].load(
+             std::memory_order_relaxed) == size_t{1} << (kBlockBits - kMinOrder);
 }
 
 ROOST_COMMON_TEXT std::atomic<uint8_t>* block_state_of(uintptr_t addr) {

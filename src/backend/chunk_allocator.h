@@ -41,6 +41,12 @@ ChunkMeta* meta_of(uintptr_t addr);
 // `addr` (any address may be asked).  Zero when the table is made.
 inline constexpr unsigned kBlockBits = config::kHugePageBits;
 std::atomic<uint8_t>* block_state_of(uintptr_t addr);
+// Whether every granule of the block at `addr` is in a chunk handed out
+// (slabs, a large object, an allocator's cache): read without the lock, so
+// a hint the caller confirms (backend/huge_pages.cc's looks skip the
+// records of every other block with it); false where no region's table
+// covers `addr`.
+bool block_handed_out(uintptr_t addr);
 // The 1 GiB slots of the address space that may hold regions: [first, end)
 // in units of config::kRegion (empty before the first region).  Read
 // without the lock (backend/huge_pages.cc's looks).

@@ -150,6 +150,8 @@ unsigned g_idle_looks = 0;
 // Is every granule of the block at `b` in a chunk handed out for slabs or
 // a large object?  Read from the records without the lock (see the top).
 bool in_use(uintptr_t b) {
+  // (Most blocks are not: the per-block count says so without a record.)
+  if (!chunks::block_handed_out(b)) return false;
   auto used = [](const ChunkMeta* m) {
     ChunkKind k = kind_of(m);
     return k == ChunkKind::kSlab || k == ChunkKind::kLarge;
