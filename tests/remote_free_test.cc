@@ -198,6 +198,12 @@ struct Entry {
   uint64_t tag = 0;
 };
 
+// A thread's mailbox of objects other threads allocated for it to free.
+struct Mailbox {
+  std::mutex m;
+  std::vector<Entry> entries;
+};
+
 // A bounded FIFO between producers and one consumer.
 class BoundedQueue {
  public:
@@ -649,10 +655,6 @@ TEST(RemoteFree, ManyThreadsExchangeObjectsAndAllComeHome) {
   constexpr unsigned kThreads = 48;
   constexpr unsigned kRounds = kTsan ? 6 : 12;
   constexpr unsigned kPerRound = 300;
-  struct Mailbox {
-    std::mutex m;
-    std::vector<Entry> entries;
-  };
   std::vector<Mailbox> mailboxes(kThreads);
   for (auto& mb : mailboxes) mb.entries.reserve(kPerRound * 4);
   Errors errors;
@@ -738,10 +740,6 @@ TEST(RemoteFree, ThreadsLeaveInGroupsWhileOthersMayHoldTheirObjects) {
   constexpr unsigned kRounds = 5;  // thread t's last round: t % kRounds
   constexpr unsigned kPerRound = kTsan ? 300 : 1500;
   constexpr size_t kSize = 256;
-  struct Mailbox {
-    std::mutex m;
-    std::vector<Entry> entries;
-  };
   std::vector<Mailbox> mailboxes(threads_n);
   Errors errors;
   std::atomic<uint64_t> freed_remote{0};

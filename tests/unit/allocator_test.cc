@@ -15,6 +15,7 @@
 #include "backend/pagemap.h"
 #include "remote_free.h"
 #include "scoped_option.h"
+#include "unbound_allocator.h"
 
 using namespace roost;
 using test::ScopedOption;
@@ -24,23 +25,10 @@ namespace {
 constexpr unsigned kClass = sizeclass::from_size(256);
 const sizeclass::ClassInfo& kInfo = sizeclass::kInfo.info[kClass];
 
-std::unique_ptr<Allocator> make(uint32_t id) {
-  EXPECT_TRUE(pagemap::init());
-  auto a = std::make_unique<Allocator>(id);
-  a->attach();
-  return a;
-}
+std::unique_ptr<Allocator> make(uint32_t id) { return test::unbound_allocator(id); }
 
-// Takes everything left on the class's fast list (so the next allocation
-// refills), returning it handed out (its free mark wiped).
-std::vector<void*> drain_fast_list(Allocator& a) {
-  std::vector<void*> v;
-  FreeObject** head = a.fast_slot(kClass);
-  for (FreeObject* p = *head; p != nullptr; p = freelist::next(p)) v.push_back(p);
-  for (void* p : v) checks::note_handed_out(p);
-  *head = nullptr;
-  return v;
-}
+// The class's fast list emptied (test::take_fast_list).
+std::vector<void*> drain_fast_list(Allocator& a) { return test::take_fast_list(a, kClass); }
 
 void free_all_local(Allocator& a, const std::vector<void*>& objects) {
   for (void* p : objects) ASSERT_TRUE(a.try_free_local(pagemap::lookup(p), p));

@@ -17,6 +17,7 @@
 #include "frontend/allocator.h"
 #include "remote_free.h"
 #include "scoped_option.h"
+#include "unbound_allocator.h"
 
 using namespace roost;
 using test::ScopedOption;
@@ -26,23 +27,10 @@ namespace {
 constexpr unsigned kClass = sizeclass::from_size(256);
 constexpr uint32_t kObjects = 32;  // at most a slab's: a batch of one slab
 
-std::unique_ptr<Allocator> make(uint32_t id) {
-  EXPECT_TRUE(pagemap::init());
-  auto a = std::make_unique<Allocator>(id);
-  a->attach();
-  return a;
-}
+std::unique_ptr<Allocator> make(uint32_t id) { return test::unbound_allocator(id); }
 
-// Takes everything left on the class's fast list (so that it holds none),
-// returning it handed out.
-std::vector<void*> drain_fast_list(Allocator& a) {
-  std::vector<void*> v;
-  FreeObject** head = a.fast_slot(kClass);
-  for (FreeObject* p = *head; p != nullptr; p = freelist::next(p)) v.push_back(p);
-  for (void* p : v) checks::note_handed_out(p);
-  *head = nullptr;
-  return v;
-}
+// The class's fast list emptied (test::take_fast_list).
+std::vector<void*> drain_fast_list(Allocator& a) { return test::take_fast_list(a, kClass); }
 
 std::vector<void*> alloc_n(Allocator& a, uint32_t n) {
   std::vector<void*> v;
