@@ -26,7 +26,8 @@
 // passed, so that memory is purged also while the program sleeps.  Huge
 // pages are one more rule of the same model (backend/huge_pages.h): a purge
 // first asks huge_pages::before_purge, and one that meets a collapse in
-// progress leaves its chunk dirty for the next rotation.
+// progress leaves its chunk dirty for the next rotation (malloc_trim's
+// waits the collapse out instead).
 // Must never: purge under the backend's lock, take memory from the buddy
 // lists or the fresh extent (backend/chunk_allocator.cc's), or hold a
 // policy number of its own (src/config.h has them).
