@@ -410,7 +410,7 @@ Extent fresh_extent() {
 
 ROOST_COMMON_TEXT void note_split_piece() { g_chunks_out.fetch_add(1, std::memory_order_relaxed); }
 
-bool has_end_guard(const ChunkMeta* m) {
+ROOST_COMMON_TEXT bool has_end_guard(const ChunkMeta* m) {
   if constexpr (!config::kGuardSlabs) return false;
   uint64_t bit;
   std::atomic<uint64_t>& word = guard_word(chunk_end(m) - config::kGranule, &bit);

@@ -322,7 +322,7 @@ ChunkMeta* best_fit(unsigned order, size_t fill) {
 // requests.  Of a size, the younger of two, or where `fill` says how many
 // bytes the caller will use (0: not told), the one whose dirty extent
 // fits them best.
-ChunkMeta* take_dirty(unsigned order, unsigned max_order, size_t fill) {
+ROOST_COMMON_TEXT ChunkMeta* take_dirty(unsigned order, unsigned max_order, size_t fill) {
   for (unsigned j = order; j <= max_order; j++) {
     ChunkMeta* m = nullptr;
     if (j == order && fill != 0) {
@@ -349,7 +349,7 @@ DList<ChunkMeta>& dirty_list(Generation gen, unsigned order) {
   return (gen == Generation::kOld ? g_old : g_young).by_order[order];
 }
 
-void note_handout(unsigned order, bool clean) {
+ROOST_COMMON_TEXT void note_handout(unsigned order, bool clean) {
   if (clean) g_taken_clean += size_t{1} << order;
   g_handouts++;
   if (order >= config::kDemandKeptMinOrder) g_taken += size_t{1} << order;
