@@ -283,6 +283,12 @@ TEST(Adoption, GenerationsWhoseObjectsOthersFreeLoseNothing) {
   if (adoption_on() && !offload_on()) {
     EXPECT_GT(after.slabs_adopted, before.slabs_adopted);
   }
+  RecordProperty("foreign_kept", std::to_string(after.foreign_kept - before.foreign_kept));
+  if (env_option_on("ROOSTTEST_EXPECT_KEPT", false)) {
+    // adoption.prefixed.foreign_reuse: the freers kept exited workers'
+    // objects for reuse while their slabs were adopted.
+    EXPECT_GT(after.foreign_kept, before.foreign_kept) << "no object was kept for reuse";
+  }
   // Every object allocated since was freed once, and every message came
   // home: nothing lost, nothing freed twice, however slabs changed hands.
   EXPECT_EQ(after.allocations - before.allocations, after.frees - before.frees);

@@ -6,7 +6,9 @@
 // ends it with SIGALRM, and the parent gives up on it after a timeout, so a
 // hang fails the test instead of hanging ctest.  200 forks, or
 // ROOSTTEST_FORKS (the emulated AArch64 run, where a fork costs about 0.1 s
-// of emulation).  Override builds only (linked to libroost.a, or unlinked
+// of emulation).  With foreign reuse on (fork.static.foreign_reuse), the
+// children start with other threads' objects on the workers' fast lists.
+// Override builds only (linked to libroost.a, or unlinked
 // and run with LD_PRELOAD=libroost.so); not built under sanitizers.
 #include <malloc.h>
 #include <signal.h>
@@ -221,6 +223,11 @@ TEST(Fork, ChildrenOfABusyMultithreadedParentAllocateFreeAndExit) {
     if (!failures.empty()) break;  // one is enough; a hang costs the child's alarm
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (env_option_on("ROOSTTEST_EXPECT_KEPT", false)) {
+    // fork.static.foreign_reuse: the workers kept each other's objects on
+    // their fast lists (ROOST_FOREIGN_REUSE) while the children were forked.
+    EXPECT_GT(stats_snapshot().foreign_kept, 0u) << "no object was kept for reuse";
+  }
   stop = true;
   for (auto& t : workers) t.join();
   for (const Obj& o : mailbox.q) {

@@ -148,11 +148,8 @@ void push_free(ChunkMeta* m) {
 // Puts a clean chunk in the buddy lists, merging it with free buddies.
 ROOST_COMMON_TEXT void merge_free(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
-    uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
-    ChunkMeta* buddy = meta_of(buddy_base);
-    if (kind_of(buddy) != ChunkKind::kFree || order_of(buddy) != m->order) break;
-    ChunkMeta* lower = buddy_base < m->base ? buddy : m;
-    ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    auto [buddy, lower, upper] = buddy_of_kind(m, ChunkKind::kFree);
+    if (buddy == nullptr) break;
     // (Its guard would lie inside the merged chunk; kept where the OS refuses.)
     if (!lift_end_guard(lower)) break;
     g_free[buddy->order].remove(buddy);

@@ -4,14 +4,16 @@
 // backend/page_moves.cc (released pages moved into a chunk handed out).
 //
 // Owns: nothing; declares the two backend locks and the buddy side's entry
-// points those files call.  Must never: be included by any other file (the
-// rest of roost calls backend/chunk_allocator.h), or declare a policy
-// (residency.h has those).
+// points those files call, and holds the buddy step both merges take.
+// Must never: be included by any other file (the rest of roost calls
+// backend/chunk_allocator.h), or declare a policy (residency.h has those).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/chunk_allocator.h"
+#include "backend/chunk_meta.h"
 #include "ds/spinlock.h"
 
 namespace roost::chunks {
@@ -31,6 +33,23 @@ void push_free(ChunkMeta* m);
 // Lock held: a clean chunk (purged, or never written) into the buddy lists,
 // merged with its free buddies (or back into the fresh extent).
 void merge_free(ChunkMeta* m);
+
+// Lock held: chunk `m`'s buddy (the chunk of its order it would merge with
+// into one of the next order), when that buddy is of `kind` and of `m`'s
+// order, and the two in address order; all null otherwise.  The step both
+// merges (merge_free, merge_dirty) take.
+struct Buddies {
+  ChunkMeta* buddy = nullptr;
+  ChunkMeta* lower = nullptr;
+  ChunkMeta* upper = nullptr;
+};
+inline Buddies buddy_of_kind(ChunkMeta* m, ChunkKind kind) {
+  uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
+  ChunkMeta* buddy = meta_of(buddy_base);
+  if (kind_of(buddy) != kind || order_of(buddy) != m->order) return {};
+  bool below = buddy_base < m->base;
+  return {buddy, below ? buddy : m, below ? m : buddy};
+}
 
 // Lock held, the decay done: a chunk of 2^order bytes, dirty first (split
 // from one of at most 2^max_dirty_order bytes; `fill`: the bytes the caller

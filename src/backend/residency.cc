@@ -102,11 +102,8 @@ DList<ChunkMeta>& list_of(const ChunkMeta* m) {
 // can serve requests of another without fresh memory.
 ROOST_COMMON_TEXT void merge_dirty(ChunkMeta* m) {
   while (m->order < kMaxOrder) {
-    uintptr_t buddy_base = m->base ^ (uintptr_t{1} << m->order);
-    ChunkMeta* buddy = meta_of(buddy_base);
-    if (kind_of(buddy) != ChunkKind::kDirty || order_of(buddy) != m->order) break;
-    ChunkMeta* lower = buddy_base < m->base ? buddy : m;
-    ChunkMeta* upper = buddy_base < m->base ? m : buddy;
+    auto [buddy, lower, upper] = buddy_of_kind(m, ChunkKind::kDirty);
+    if (buddy == nullptr) break;
     // A lower half with a guard at its end stays apart until it is purged
     // (merge_free lifts the guard then): reused for a slab of its size, as
     // released slab chunks mostly are, it costs no mprotect.

@@ -3,8 +3,10 @@
 // its BatchIt cache a thread keeps on its own fast lists when it posts, and
 // sending home what it kept and did not hand out.
 //
-// At each post (Allocator::post_and_visit; not a settle) the thread looks,
-// per size class, at the window since its last post:
+// At each post (Allocator::post_and_visit; not a settle) the thread looks
+// at each size class it has batches of in its cache, or kept objects of,
+// over the window since the last post that looked at the class (so a class
+// freed remotely now and then has a window of several posts):
 //   used    its allocations of the class;
 //   remote  its remote frees of the class (sent, or waiting in the cache).
 // The gate: a class is kept only while remote * 2 > used, that is while
@@ -71,6 +73,9 @@ class ForeignReuse {
     bool any = false;
     for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
       Window& w = windows_[sc];
+      // Nothing cached and nothing kept: nothing to decide.  The class's
+      // marks stay, so its next window runs from the last post that looked.
+      if (cached[sc] == 0 && w.kept == 0) continue;
       uint64_t now = allocs.read(sc);
       uint64_t used = now - w.allocs_mark;
       uint64_t sent = mail.sent_by_class(sc);
