@@ -284,10 +284,9 @@ TEST(Adoption, GenerationsWhoseObjectsOthersFreeLoseNothing) {
     EXPECT_GT(after.slabs_adopted, before.slabs_adopted);
   }
   RecordProperty("foreign_kept", std::to_string(after.foreign_kept - before.foreign_kept));
-  if (env_option_on("ROOSTTEST_EXPECT_KEPT", false) && !offload_on()) {
+  if (kept_expected()) {
     // adoption.prefixed.foreign_reuse: the freers kept exited workers'
-    // objects for reuse while their slabs were adopted.  (Full offload
-    // keeps nothing: remote frees go to the service's rings.)
+    // objects for reuse while their slabs were adopted.
     EXPECT_GT(after.foreign_kept, before.foreign_kept) << "no object was kept for reuse";
   }
   // Every object allocated since was freed once, and every message came

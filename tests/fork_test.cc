@@ -223,10 +223,9 @@ TEST(Fork, ChildrenOfABusyMultithreadedParentAllocateFreeAndExit) {
     if (!failures.empty()) break;  // one is enough; a hang costs the child's alarm
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (env_option_on("ROOSTTEST_EXPECT_KEPT", false) && !offload_on()) {
+  if (kept_expected()) {
     // fork.static.foreign_reuse: the workers kept each other's objects on
     // their fast lists (ROOST_FOREIGN_REUSE) while the children were forked.
-    // (Full offload keeps nothing: remote frees go to the service's rings.)
     EXPECT_GT(stats_snapshot().foreign_kept, 0u) << "no object was kept for reuse";
   }
   stop = true;

@@ -149,6 +149,13 @@ inline bool offload_on() {
   return env_option_on("ROOST_OFFLOAD", false) && env_option_on("ROOST_SERVICE", true);
 }
 
+// ROOSTTEST_EXPECT_KEPT=1 (the *.foreign_reuse tests): objects must have been
+// kept for reuse (foreign_kept), except under full offload, which keeps none
+// (remote frees go to the service's rings).
+inline bool kept_expected() {
+  return env_option_on("ROOSTTEST_EXPECT_KEPT", false) && !offload_on();
+}
+
 // Under full offload the service thread allocates for this thread's rings
 // while it works: waits (at most 2 s) until it sleeps, its wake-ups and
 // roost's committed bytes unchanged over 50 ms, so that two readings taken
