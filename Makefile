@@ -6,20 +6,25 @@
 # Build trees live under build/: debug, release, asan and tsan (the
 # non-overriding parts under AddressSanitizer / ThreadSanitizer), and fuzz
 # (clang, ROOST_FUZZ=ON: the harnesses against libroost.a and
-# libroost-secure.a).  `make test` runs every ctest suite of the first four,
-# the debug and tsan trees a second time with ROOST_OFFLOAD=1, and the four
-# fuzz binaries for FUZZ_TEST_SECONDS each (about a minute) on a temporary
-# copy of the seeds (`make test-fuzz`), and the AArch64 tree's emulated
-# tests (`make test-aarch64`): every part even when one fails, then one
-# summary.  `make test-under-load` (opt-in): the debug, tsan and offload
-# parts on a machine kept busy, three times.
+# libroost-secure.a).  `make test` runs every ctest suite of the first four
+# (the release tree's but its `extended` label) and the four fuzz binaries
+# for FUZZ_TEST_SECONDS each, two at a time (about half a minute), on a
+# temporary copy of the seeds (`make test-fuzz`): every part even when one
+# fails, then one summary.  `make test-extended` (what .ci/run runs after
+# `make test`): the same suites again in other settings, the same way: the
+# debug and tsan trees with ROOST_OFFLOAD=1 (`make test-offload`), the
+# AArch64 tree's emulated tests and its install (`make test-aarch64`,
+# `make test-aarch64-install`), and the Rust crate packaged and built with
+# its oldest toolchain (`make test-rust-extended`).  `make test-under-load`
+# (opt-in): the debug, tsan and offload parts on a machine kept busy, three
+# times.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all release debug asan tsan fuzz test test-under-load test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64 test-aarch64-install fuzz-long bench bench-full soak install clean format
+.PHONY: all release debug asan tsan fuzz test test-extended test-under-load test-debug test-release test-asan test-tsan test-offload test-fuzz test-rust-extended test-aarch64 test-aarch64-install fuzz-long bench bench-full soak install clean format
 
 all: release
 
@@ -39,8 +44,9 @@ CMAKE_ARGS_fuzz := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE
 release debug asan tsan fuzz: %: build/%/.configured
 	$(CMAKE) --build build/$* -j $(JOBS)
 
+# The label `extended` marks the tests that belong to `make test-extended`.
 test-release test-debug test-asan test-tsan: test-%: %
-	ctest --test-dir build/$* $(CTEST_FLAGS)
+	ctest --test-dir build/$* $(CTEST_FLAGS) -LE extended
 
 # The debug and ThreadSanitizer suites once more with full offload
 # (ROOST_OFFLOAD=1, experimental): every test holds with it switched on.
@@ -62,8 +68,8 @@ test-fuzz: fuzz
 # cross-compiled with Debian's g++-aarch64-linux-gnu; only the library and
 # the tests of tests/emulated.cmake are built, and ctest runs them under
 # qemu-aarch64-static (at 4 KiB pages, and some again at 16 and 64 KiB).
-# `make test-aarch64-install` (not in `make test`; .ci/run runs it): the
-# cross build installed, then found with pkg-config and find_package.
+# `make test-aarch64-install`: the cross build installed, then found with
+# pkg-config and find_package.  Both are parts of `make test-extended`.
 # Both install what is missing first, as `make test` does.
 CMAKE_ARGS_aarch64 := -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release -DROOST_TESTS=ON -DROOST_BENCH=OFF -DROOST_GTEST_SOURCE=/usr/src/googletest -DCMAKE_COMPILE_WARNING_AS_ERROR=ON
 test-aarch64:
@@ -83,10 +89,25 @@ test-aarch64-install:
 # Then every part runs to its end even when another failed, and one summary
 # of them all closes the run (tools/test_trees.sh; logs in build/test-logs/);
 # the exit status is non-zero if any part failed.
-TEST_PARTS := test-debug test-release test-asan test-tsan test-offload test-fuzz test-aarch64
+TEST_PARTS := test-debug test-release test-asan test-tsan test-fuzz
 test:
 	bash tools/test_deps.sh
 	MAKE="$(MAKE)" bash tools/test_trees.sh $(TEST_PARTS)
+
+# The Rust crate's tests of the release tree labelled `extended` (the
+# `.crate` that `cargo package` makes, and the crate as a user's path
+# dependency built with rustc 1.63).
+test-rust-extended: release
+	ctest --test-dir build/release $(CTEST_FLAGS) -L extended
+
+# The suites in other settings than `make test`'s (see the top of this
+# file); run the same way, with its own summary (logs in
+# build/test-logs/extended/).  Assumes nothing of `make test`: each part
+# builds what it runs.
+EXTENDED_PARTS := test-offload test-rust-extended test-aarch64 test-aarch64-install
+test-extended:
+	bash tools/test_deps.sh
+	MAKE="$(MAKE)" bash tools/test_trees.sh --log-dir build/test-logs/extended $(EXTENDED_PARTS)
 
 # Opt-in: the debug, ThreadSanitizer and offload parts with the machine kept
 # busy (one CPU hog per core: stress-ng, installed when missing as root, or

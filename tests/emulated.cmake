@@ -117,18 +117,15 @@ else()
   message(WARNING "python3 not found: the emulated lifecycle tests are not registered")
 endif()
 
-# Build time, which `make test` pays on every run: the tests and GoogleTest
-# are compiled at -O1 (the library keeps the release tree's flags), and
-# the files of the two test programs with the most sources include
-# GoogleTest's header precompiled (it is about half of each file's compile;
-# roost_unit_tests precompiles it in every tree: unit/CMakeLists.txt).
-foreach(t ${ROOST_EMULATED_TARGETS} gtest gtest_main)
+# Build time, which `make test` pays on every run: the tests, GoogleTest
+# and its precompiled header (../CMakeLists.txt) are compiled at -O1 (the
+# library keeps the release tree's flags).
+foreach(t ${ROOST_EMULATED_TARGETS} roost_gtest_pch gtest gtest_main)
   get_target_property(type ${t} TYPE)
   if(NOT type STREQUAL "UTILITY")
     target_compile_options(${t} PRIVATE -O1)
   endif()
 endforeach()
-target_precompile_headers(roost_api_tests_static PRIVATE <gtest/gtest.h>)
 
 add_custom_target(roost_emulated DEPENDS ${ROOST_EMULATED_TARGETS} roost)
 
