@@ -1,11 +1,16 @@
 """The allocators: roost, glibc, the peers (peers.py) and the opt-in roost variants, resolved
 to a library to preload (or the reason one is missing); and the environment the report
-describes: the machine, the compiler and the roost commit."""
+describes: the machine, the compiler and the roost commit.  roost's libraries are preloaded
+from copies made as they are resolved, so that a rebuild of the tree while a run goes on does
+not change the library the rest of the run measures."""
 
+import atexit
 import os
 import platform
 import re
+import shutil
 import subprocess
+import tempfile
 
 from . import peers
 from .common import REPO, rel
@@ -49,9 +54,14 @@ def in_roost_family(name):
 
 
 class Allocator:
-    def __init__(self, name, lib=None, env=None, version="", source="", missing=None):
+    """lib: the library preloaded (None: none); shown: the path reports give for it (the
+    library a copy was made from; lib itself when not given)."""
+
+    def __init__(self, name, lib=None, env=None, version="", source="", missing=None,
+                 shown=None):
         self.name, self.lib, self.env = name, lib, dict(env or {})
         self.version, self.source, self.missing = version, source, missing
+        self.shown = shown or lib
 
     @property
     def roost_family(self):
@@ -60,7 +70,7 @@ class Allocator:
     def describe(self):
         parts = []
         if self.lib:
-            parts.append(f"`LD_PRELOAD={rel(self.lib)}`")
+            parts.append(f"`LD_PRELOAD={rel(self.shown)}`")
         else:
             parts.append("no preload")
         if self.env:
@@ -90,6 +100,25 @@ def git_commit():
     except OSError:
         return "", False, ""
     return commit, dirty, subject
+
+
+_snapshots = {}
+
+
+def snapshot(lib):
+    """A copy of roost library `lib` (an absolute path), made the first time it is asked for, in
+    a folder of this process's that goes when it exits; the same copy after that."""
+    if lib not in _snapshots:
+        if not _snapshots:
+            folder = tempfile.mkdtemp(prefix="roost-bench-libs.")
+            atexit.register(shutil.rmtree, folder, True)
+            _snapshots[None] = folder
+        sub = os.path.join(_snapshots[None], str(len(_snapshots)))
+        os.mkdir(sub)
+        copy = os.path.join(sub, os.path.basename(lib))
+        shutil.copy2(lib, copy)
+        _snapshots[lib] = copy
+    return _snapshots[lib]
 
 
 def parse_roost_libs(specs, error):
@@ -141,7 +170,8 @@ def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
         lib = os.path.join(build_dir, libfile)
         if not os.path.exists(lib):
             return Allocator(name, env=env, missing=f"{rel(lib)} is not built")
-        return Allocator(name, lib, env, roost_version, what)
+        return Allocator(name, snapshot(os.path.abspath(lib)), env, roost_version, what,
+                         shown=lib)
 
     def one(name, found):
         base, _, envspec = name.partition("@")
@@ -156,7 +186,8 @@ def resolve_allocators(chosen, build_dir, install, peers_dir, extra_libs=None):
             libfile, env, what = VARIANTS[base]
             a = roost_like(name, libfile, dict(env, **extra), what)
         elif base in extra_libs:
-            a = Allocator(name, extra_libs[base], extra, "", "a roost library given by --roost-lib")
+            a = Allocator(name, snapshot(extra_libs[base]), extra, "",
+                          "a roost library given by --roost-lib", shown=extra_libs[base])
         elif base == GLIBC:
             a = Allocator(name, None, extra, glibc_version(), "the C library (no preload)")
         elif base in PEER_VARIANTS:

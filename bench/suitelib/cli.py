@@ -293,7 +293,7 @@ def run(opts, ap, table, argv):
         "config": {"reps": reps, "scale": opts.scale, "threads": list(threads),
                    "full": opts.full, "build_dir": rel(build_dir), "timeout_s": opts.timeout,
                    "command": os.environ.get("ROOST_SUITE_COMMAND") or cmdline},
-        "allocators": [{"name": a.name, "library": a.lib, "env": a.env, "version": a.version,
+        "allocators": [{"name": a.name, "library": a.shown, "env": a.env, "version": a.version,
                         "source": a.source, "missing": a.missing, "describe": a.describe()}
                        for a in allocs],
         "workloads": [{"key": w.key, "label": w.label, "program": w.program, "args": w.args,

@@ -216,7 +216,7 @@ def run_row(c, a, rep, binary, r):
            "vmhwm_kib": int(to_float(rp.get("vmhwm_kib")) or -1),
            "live_kib": live, "process_wall_s": round(r["wall_s"], 4),
            "cpu_s": round(r["cpu_s"], 4), "sys_s": round(r.get("sys_s", 0.0), 4),
-           "preload": rel(a.lib) if a.lib else "",
+           "preload": rel(a.shown) if a.lib else "",
            "env": " ".join(f"{k}={v}" for k, v in sorted(a.env.items())),
            "malloc_from": rp.get("malloc_from", ""),
            "command": r.get("command") or " ".join([rel(binary)] + c.args)}

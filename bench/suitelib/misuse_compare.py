@@ -358,7 +358,7 @@ def report_markdown(allocs, cases, table, notes, runs, command, build_problem, e
                   "build were used.", ""]
     lines += ["| allocator | version | library | source |", "|---|---|---|---|"]
     for a in allocs:
-        lib = f"`{rel(a.lib)}`" if a.lib else "none (no preload)"
+        lib = f"`{rel(a.shown)}`" if a.lib else "none (no preload)"
         env = " " + " ".join(f"`{k}={v}`" for k, v in sorted(a.env.items())) if a.env else ""
         if a.missing:
             lines.append(f"| {a.name} | | **not loaded** | {md(a.missing)} |")

@@ -78,7 +78,7 @@ def run_limited(command, alloc, limit_mib, timeout):
                 trace = ""
             names = {os.path.abspath(alloc.lib), os.path.realpath(alloc.lib)}
             if not any(f"calling init: {n}\n" in trace for n in names):
-                return False, (f"exited 0 but {rel(alloc.lib)} was not initialised in it "
+                return False, (f"exited 0 but {rel(alloc.shown)} was not initialised in it "
                                f"(preload not in effect)")
     return True, ""
 
