@@ -6,7 +6,8 @@ one about twice the fast one's time, under every allocator alike.  A median of a
 then says which cluster most of them fell into, not which allocator is faster.  Here:
 
 - two_speeds(times): whether a case's run times cluster at two speeds, and which runs are
-  the fast ones;
+  the fast ones (two at least: one run apart from the rest, faster, is a lucky run, not a
+  speed, as when a producer and its consumer happened to share a core);
 - verdict(...): roost against a peer as "ahead", "behind" or "level within noise", judged by
   what two speeds cannot move: the paired ratios' 95 % interval when neither allocator ran at
   two speeds and there are enough repetitions for one; else the fast runs only (the ratio of
@@ -26,6 +27,9 @@ from .paired import median_ci_rank
 # cluster's own spread (all in log time).
 GAP = 1.25
 SPREAD_FACTOR = 3.0
+# The fewest runs a fast cluster has: a verdict by the fast runs compares speeds both
+# allocators can be seen to run at, and one run is not seen to be one.
+MIN_FAST = 2
 # The smallest difference a verdict from the fast runs calls real: the fast clusters' own
 # spread (max / min), but never under this.
 MIN_MARGIN = 1.02
@@ -36,7 +40,9 @@ MIN_RUNS = 3
 def two_speeds(times):
     """For positive run times (any order): None when they do not cluster at two speeds, else
     {"fast": [...], "slow": [...], "gap": factor between the clusters' nearest runs}.
-    Needs three runs at least (two are one gap, nothing to compare it with)."""
+    Needs three runs at least (two are one gap, nothing to compare it with), MIN_FAST of them
+    in the fast cluster (a slow cluster of one run is one slow run: the fast runs are still
+    the speed to judge by)."""
     ts = sorted(times)
     if len(ts) < 3 or ts[0] <= 0:
         return None
@@ -45,6 +51,8 @@ def two_speeds(times):
     at = max(range(len(gaps)), key=lambda i: gaps[i])
     gap = gaps[at]
     fast, slow = logs[:at + 1], logs[at + 1:]
+    if len(fast) < MIN_FAST:
+        return None
     spread = max(fast[-1] - fast[0], slow[-1] - slow[0])
     if gap < math.log(GAP) or gap < SPREAD_FACTOR * spread:
         return None
@@ -118,14 +126,21 @@ def self_test():
     check("spread", two_speeds([1.0, 1.15, 1.3, 1.45, 1.6]), None)
     check("too few", two_speeds([1.0, 2.0]), None)
     check("one slow run", two_speeds([1.0, 1.01, 2.0]) is not None, True)
-    # roost's median on the slow side (two slow runs of three), the peer's on the fast
+    # One fast run: a lucky run, not a speed.
+    check("one fast run", two_speeds([1.0, 2.0, 2.02, 1.98, 2.01]), None)
+    # The peer's one lucky run (a producer and consumer that shared a core) against roost's
+    # five at the usual speed, roost's median the lower: not judged by that one run.
+    mine, theirs = [1.30, 1.31, 1.33, 1.30, 1.32], [0.15, 1.45, 1.40, 1.42, 1.44]
+    paired = [m / t for m, t in zip(mine, theirs)]
+    check("lucky run", verdict(mine, theirs, paired)[0], "level within noise")
+    # roost's median on the slow side (three slow runs of five), the peer's on the fast
     # side: the median says 1.8 times behind; the fast runs say level.
-    mine, theirs = [1.09, 1.98, 2.0], [1.10, 1.08, 1.99]
+    mine, theirs = [1.09, 1.98, 2.0, 1.10, 2.02], [1.10, 1.08, 1.99, 1.09, 2.01]
     paired = [m / t for m, t in zip(mine, theirs)]
     check("median", round(statistics.median(mine) / statistics.median(theirs), 2), 1.8)
     check("bimodal level", verdict(mine, theirs, paired)[0], "level within noise")
     # The same, roost's fast runs 20 % faster than the peer's: ahead.
-    mine = [0.88, 1.60, 1.62]
+    mine = [0.88, 1.60, 1.62, 0.89, 1.61]
     paired = [m / t for m, t in zip(mine, theirs)]
     check("bimodal ahead", verdict(mine, theirs, paired)[0], "ahead")
     # One speed, 9 repetitions: the interval decides.
