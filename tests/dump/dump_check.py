@@ -29,7 +29,7 @@ runs tests/dump/dump_program, asks it for dumps with roost-run --dump PID
 
 Nothing here bets on time: each wait is for an event (a line, a file) with
 a generous bound.  The programs run with this environment less every
-ROOST_* variable but ROOST_OFFLOAD (make test's offload pass).
+ROOST_* variable but ROOST_OFFLOAD (make test-extended's offload pass).
 """
 import argparse
 import glob

@@ -23,7 +23,7 @@ leak report as text.
       nothing is still allocated (and name no file).
 
 The programs run with this environment less every ROOST_* variable but
-ROOST_OFFLOAD (so that `make test`'s offload pass covers the profiler too).
+ROOST_OFFLOAD (so that `make test-extended`'s offload pass covers the profiler too).
 """
 import argparse
 import glob
