@@ -102,22 +102,23 @@ def git_commit():
     return commit, dirty, subject
 
 
-_snapshots = {}
+_snapshot_dir = None
+_snapshots = {}  # library -> its copy
 
 
 def snapshot(lib):
     """A copy of roost library `lib` (an absolute path), made the first time it is asked for, in
     a folder of this process's that goes when it exits; the same copy after that."""
+    global _snapshot_dir
     if lib not in _snapshots:
-        if not _snapshots:
-            folder = tempfile.mkdtemp(prefix="roost-bench-libs.")
-            atexit.register(shutil.rmtree, folder, True)
-            _snapshots[None] = folder
-        sub = os.path.join(_snapshots[None], str(len(_snapshots)))
-        os.mkdir(sub)
-        copy = os.path.join(sub, os.path.basename(lib))
-        shutil.copy2(lib, copy)
-        _snapshots[lib] = copy
+        if _snapshot_dir is None:
+            _snapshot_dir = tempfile.mkdtemp(prefix="roost-bench-libs.")
+            atexit.register(shutil.rmtree, _snapshot_dir, True)
+        # One folder per copy: two libraries may share a file name.
+        folder = os.path.join(_snapshot_dir, str(len(_snapshots)))
+        os.mkdir(folder)
+        _snapshots[lib] = os.path.join(folder, os.path.basename(lib))
+        shutil.copy2(lib, _snapshots[lib])
     return _snapshots[lib]
 
 
