@@ -162,8 +162,8 @@ def section(results, summary):
            "the allocator's), the ratio and the lines are taken from the fast runs only. "
            "*Standing*: *ahead*, *behind* or *level within noise*, judged by the paired "
            "ratios' 95 % interval where there is one and nothing ran at two speeds, else by "
-           "the fastest runs and the fast runs' medians, both past the runs' own spread "
-           "(*too few runs* under 3 of each).", "",
+           "the fastest runs and the fast runs' medians, both past the spread of the runs at "
+           "each speed (*too few runs* under 3 of each).", "",
            f"Of {n} cases: a peer is ahead in {len(behind)} (and in the median only in "
            f"{len(median_only)} more); roost leads by {pct(LEAD)} or more in "
            f"{len(mp) - len(short_lead)} of the {len(mp)} message-passing cases; its peak "
