@@ -69,6 +69,7 @@ enum class Caught { kAll, kSecure, kHardened };
 // about the misuse.
 void (*volatile g_free)(void*) = free;
 void* (*volatile g_malloc)(size_t) = malloc;
+size_t (*volatile g_usable_size)(void*) = malloc_usable_size;
 // A zero the compiler cannot see as one.
 volatile size_t g_zero = 0;
 
@@ -624,15 +625,17 @@ ClassSlab start_new_slab_of(unsigned c, size_t size) {
   return {};
 }
 
-// What became of a child that freed the address it named first (see
-// say_address): empty when roost stopped it with one line naming that
-// address as `fault` (a regular expression), else what happened.
-std::string stopped_naming(const ChildResult& r, const std::string& fault) {
+// What became of a child that freed (or passed to `call`) the address it
+// named first (see say_address): empty when roost stopped it with one line
+// naming that address as `fault` (a regular expression), else what
+// happened.
+std::string stopped_naming(const ChildResult& r, const std::string& fault,
+                           const std::string& call = "free") {
   if (r.exited || r.signal != SIGABRT) return r.describe();
   size_t eol = r.err.find('\n');
   if (eol == std::string::npos) return r.describe();
   std::string addr = r.err.substr(0, eol);
-  std::regex line("roost: free: (" + fault + ") " + addr + "( [^\n]*)?\n");
+  std::regex line("roost: " + call + ": (" + fault + ") " + addr + "( [^\n]*)?\n");
   if (!std::regex_match(r.err.substr(eol + 1), line)) return "wanted " + fault + ": " + r.err;
   return "";
 }
@@ -711,6 +714,43 @@ TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
     }
   }
   EXPECT_GE(frees, 200);
+}
+
+// malloc_usable_size tests a pointer as free does, on its fast path too:
+// of an object start that a new slab never carved (its last object) and of
+// the inside of the object it handed out (16 bytes in: aligned; 8 bytes
+// in), every build names the fault.
+TEST(InvalidUsableSize, NeverCarvedOrInsideAnObject) {
+  caught_levels()[current_case()] = Caught::kAll;
+  std::string build = build_under_test();
+  if (build != "default" && build != "secure" && build != "hardened")
+    GTEST_SKIP() << "roost's own size classes and slabs (ROOSTTEST_BUILD is " << build << ")";
+  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
+  ClassCountFn count = class_count_fn();
+  ClassStatsFn stats = class_stats_fn();
+  ASSERT_NE(count, nullptr);
+  unsigned c = 0;
+  struct roost_class_stats cs {};
+  while (c < count() && (stats(c, &cs) != 0 || cs.size != kFreshClassSlot)) c++;
+  ASSERT_LT(c, count()) << "no class of " << kFreshClassSlot << " bytes";
+  for (int which = 1; which <= 3; which++) {
+    ChildResult r = run_in_child(
+        [c, which] {
+          ClassSlab s = start_new_slab_of(c, kFreshClassSlot);
+          size_t objects = s.bytes / kFreshClassSlot;
+          char* q = which == 1   ? s.base + (objects - 1) * kFreshClassSlot
+                    : which == 2 ? s.taken + 16
+                                 : s.taken + 8;
+          say_address(q);
+          size_t n = g_usable_size(q);
+          std::printf("%zu\n", n);
+          _exit(0);
+        },
+        30);
+    const char* fault = which == 1 ? "invalid pointer \\(never allocated\\)"
+                                   : "invalid pointer \\(interior of an object\\)";
+    EXPECT_EQ(stopped_naming(r, fault, "malloc_usable_size"), "") << "case " << which;
+  }
 }
 
 // ---- writes into freed objects: after free, and overflows ---------------------

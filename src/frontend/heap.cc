@@ -229,7 +229,7 @@ constexpr const char* kFreedObject = "invalid pointer (a freed object)";
 
 }  // namespace
 
-ROOST_COMMON_TEXT size_t usable_size(const void* p, const char* where) {
+ROOST_NOINLINE size_t usable_size_slow(const void* p, const char* where) {
   if (p == nullptr) return 0;
   return usable(pointer::classify(p, nullptr, where, kFreedObject), p, where);
 }

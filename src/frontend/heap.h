@@ -117,8 +117,26 @@ ROOST_INLINE void dealloc_sized(void* p, size_t size, size_t align, const char* 
 void* alloc_aligned(size_t align, size_t size);
 // Zeroed memory; memory fresh from the OS is not written again.
 void* alloc_zeroed(size_t size);
-// Usable bytes of a live object; 0 for nullptr; misuse is fatal.
-size_t usable_size(const void* p, const char* where);
+// Usable bytes of a live object; 0 for nullptr; misuse is fatal, its fault
+// named.  Every kind of pointer (heap.cc).
+ROOST_NOINLINE size_t usable_size_slow(const void* p, const char* where);
+// The same, with malloc_usable_size's fast path (a program may ask it at
+// every malloc and free, as Redis does to count its memory): free's lookup
+// and tests, then a slab object's size.  Anything else (null, a large,
+// sampled or zero-size object, misuse, the hardened build's canary check)
+// takes the slow path.
+ROOST_INLINE size_t usable_size(const void* p, const char* where) {
+  if constexpr (!config::kSlackCanaries) {
+    uintptr_t index = pagemap::aligned_index(p);
+    if (ROOST_LIKELY(pagemap::in_table(index))) {
+      const ChunkMeta* m = pagemap::record_at(index);
+      if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && slab::is_aligned_object_start(m, p) &&
+                       slab::is_carved(m, p)))
+        return m->obj_size;
+    }
+  }
+  return usable_size_slow(p, where);
+}
 // glibc realloc minus the p == nullptr / size == 0 cases (api/ handles those).
 void* resize(void* p, size_t size);
 // Returns cached memory to the OS; true if any was released.
