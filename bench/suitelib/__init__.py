@@ -12,7 +12,7 @@ One concern per module:
     common.py      paths, logging, number formatting, apt-get on demand (Installer)
     workloads.py   the workload table and the cases made from it (thread sweeps, --scale)
     programs.py    the real programs as workloads (CPython, g++, the SQLite shell, Perl,
-                   RocksDB's db_bench): availability, runs, the LD_DEBUG preload check
+                   RocksDB's db_bench, Redis): availability, runs, the LD_DEBUG preload check
     program_inputs.py  their generated inputs and the outputs each must print
     peers.py       the peer allocators: Debian packages and builds from Rust -sys crates,
                    each checked to take effect when preloaded (command: bench/peers.py)

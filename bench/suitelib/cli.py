@@ -304,7 +304,8 @@ def run(opts, ap, table, argv):
                        "cpu": w.cpu, "stresses": w.stresses,
                        "kind": getattr(w, "kind", "bench"),
                        "tree": programs.tree_text(w) if is_program(w) else None,
-                       "package": getattr(w, "package", None)}
+                       "package": getattr(w, "package", None),
+                       "system_libc": getattr(w, "system_libc", False)}
                       for w in workloads],
         "cases": [{"id": c.id, "wl": c.wl.key, "label": c.label, "short": c.short,
                    "args": c.args,

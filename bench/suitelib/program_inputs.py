@@ -404,6 +404,64 @@ def make_kvstore(n, seed, folder, threads=2, **_):
     return args, check
 
 
+# ----------------------------------------------------------------------------------------------
+# The key-value server: Redis as Debian ships it, on a Unix socket in the run's folder, driven
+# by its own benchmark client (50 connections, 8 requests in flight on each) through three
+# phases of n requests: LPUSH of ten values onto one list (a list of 10n values, its nodes
+# grown in place), LPOP of ten at a time (the list emptied again), then SET and GET of random
+# keys among n/2 (a keyspace of short strings, read back). The script prints the list's
+# length after each list phase, the number of keys and the server's exit status, each checked.
+
+REDIS_SCRIPT = """#!/bin/sh
+# The redis workload (bench/suitelib/program_inputs.py): BIN N, in the run's folder.
+bin=$1 n=$2 dir=$PWD
+cli() {{ "$bin/redis-cli" -s "$dir/sock" "$@"; }}
+bench() {{ "$bin/redis-benchmark" -s "$dir/sock" -n "$n" -P 8 -q "$@" > /dev/null || exit 4; }}
+"$bin/redis-server" --port 0 --unixsocket "$dir/sock" --save '' --appendonly no \\
+    --dir "$dir" --logfile "$dir/server.log" --daemonize no &
+server=$!
+tries=0
+until cli ping > /dev/null 2>&1; do
+  tries=$((tries + 1))
+  if [ $tries -gt 3000 ]; then kill $server; echo "the server never answered"; exit 3; fi
+  sleep 0.01
+done
+bench lpush list {values}
+echo "after lpush $(cli llen list)"
+bench lpop list 10
+echo "after lpop $(cli llen list)"
+bench -r "$((n / 2))" -t set,get
+echo "keys $(cli dbsize)"
+cli shutdown nosave > /dev/null 2>&1
+wait $server
+echo "server exit $?"
+"""
+REDIS_LINES = re.compile(r"^after lpush (\d+)\nafter lpop (\d+)\nkeys (\d+)\nserver exit (\d+)\n$")
+
+
+def make_redis(n, seed, folder, program="/usr/bin/redis-server", **_):
+    script = os.path.join(folder, "redis.sh")
+    with open(script, "w") as f:
+        f.write(REDIS_SCRIPT.format(values=" ".join(str(v) for v in range(1, 11))))
+    bin_dir = os.path.dirname(program)
+
+    def check(stdout, run_dir):
+        m = REDIS_LINES.match(stdout)
+        if not m:
+            return f"the redis script printed `{stdout[:200]}`", {}
+        pushed, left, keys, status = (int(g) for g in m.groups())
+        if pushed != 10 * n or left != 0 or status != 0:
+            return (f"the list held {pushed} values after LPUSH (expected {10 * n}) and "
+                    f"{left} after LPOP (expected 0); the server exited {status}"), {}
+        # n SETs of random keys among n/2: about 1 - e^-2 of them present.
+        space = n // 2
+        want = 1 - 2.718281828459045 ** -2
+        if abs(keys / space - want) > 0.02 + 2 / space ** 0.5:
+            return f"{keys} keys of {space}, expected about {want * space:.0f}", {}
+        return None, {"keys": keys}
+    return [script, bin_dir, str(n)], check
+
+
 def self_test():
     """The generators on tiny inputs; returns what failed (empty: ok)."""
     import tempfile
@@ -432,4 +490,13 @@ def self_test():
             failed.append(f"kvstore: a right output failed the check: {kv(good, d)}")
         if kv(good.replace("2000 operations", "1999 operations", 1), d)[0] is None:
             failed.append("kvstore: a short fill passed the check")
+        _, rd = make_redis(2000, 1, d)
+        good = "after lpush 20000\nafter lpop 0\nkeys 865\nserver exit 0\n"
+        if rd(good, d) != (None, {"keys": 865}):
+            failed.append(f"redis: a right output failed the check: {rd(good, d)}")
+        for wrong in (good.replace("20000", "19990"), good.replace("lpop 0", "lpop 10"),
+                      good.replace("keys 865", "keys 500"), good.replace("exit 0", "exit 1"),
+                      good.replace("after lpop 0\n", "")):
+            if rd(wrong, d)[0] is None:
+                failed.append(f"redis: a wrong output passed the check: {wrong!r}")
     return failed

@@ -1,7 +1,7 @@
-"""Real programs as workloads: CPython, g++, the SQLite shell, Perl and RocksDB's db_bench (a
-multithreaded LSM key-value store with its own benchmark driver), each run as its users run it,
-as a whole process under the allocator's LD_PRELOAD, which reaches every process it starts (g++
-runs cc1plus and as).
+"""Real programs as workloads: CPython, g++, the SQLite shell, Perl, RocksDB's db_bench (a
+multithreaded LSM key-value store with its own benchmark driver) and the Redis server driven by
+its own benchmark client, each run as its users run it, as a whole process under the
+allocator's LD_PRELOAD, which reaches every process it starts (g++ runs cc1plus and as).
 
 Each run gets its input from program_inputs.py (generated, seeded, in a temporary folder, the
 same for every allocator), a fresh working folder, and its output checked there: a run whose
@@ -18,6 +18,7 @@ when missing unless --no-install (then the workload shows as not available)."""
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 
 from . import measure, program_inputs as inputs
@@ -42,16 +43,21 @@ class Program(Workload):
     installs it) from `package`; `make(n, seed, folder, **opts)` writes its input and returns
     (arguments, check); args: the suite's parameters (-n the amount of work, -t threads
     where the program takes them), scaled like any workload's; tiny: -n of the check run;
-    reference: the output's facts must equal a run's under the system allocator."""
+    reference: the output's facts must equal a run's under the system allocator; runner: the
+    program that runs the command (a shell, for a script that make() wrote and that starts
+    `path` and its companions), when it is not `path` itself; system_libc: `path` links another
+    allocator (Debian's redis-server links jemalloc), so the system allocator's runs preload
+    the libc it links, and glibc's malloc serves them."""
 
     kind = "program"
 
     def __init__(self, key, label, path, package, make, args, tiny, sets=("full",),
-                 threads=None, reference=False, stresses=""):
+                 threads=None, reference=False, stresses="", runner=None, system_libc=False):
         super().__init__(key, label, os.path.basename(path), args, "runs_per_sec", "-n",
                          threads=threads, sets=sets, sweep=False, stresses=stresses)
         self.path, self.package, self.make = path, package, make
         self.tiny, self.reference = tiny, reference
+        self.runner, self.system_libc = runner, system_libc
         self.processes = []  # the tree the check runs saw, in order of first appearance
         self._prepared = {}
 
@@ -60,13 +66,16 @@ class Program(Workload):
         return self.program
 
     def available(self):
-        return os.access(self.path, os.X_OK)
+        return os.access(self.path, os.X_OK) and (self.runner is None
+                                                   or os.access(self.runner, os.X_OK))
+
+    def argv(self, spec):
+        return [self.runner or self.path] + spec["argv"]
 
     def command(self, args):
         """The command as the report shows it, with its input folder as `IN/`."""
         spec = self.prepare(args)
-        return " ".join([self.path] + [a.replace(spec["folder"] + "/", "IN/")
-                                       for a in spec["argv"]])
+        return " ".join(a.replace(spec["folder"] + "/", "IN/") for a in self.argv(spec))
 
     def prepare(self, args):
         """The input of one configuration (made once): {folder, argv, check, facts}."""
@@ -175,7 +184,8 @@ def run_program(wl, args, alloc, timeout, check_preload=False, reference=False):
     run_dir = tempfile.mkdtemp(prefix="run-", dir=spec["folder"])
     debug_dir = tempfile.mkdtemp(prefix="roost-suite-ld-") if check_preload else None
     try:
-        p = measure.run_process([wl.path] + spec["argv"], alloc.lib, program_env(alloc, run_dir),
+        lib = alloc.lib or (linked_libc(wl.path) if wl.system_libc else None)
+        p = measure.run_process(wl.argv(spec), lib, program_env(alloc, run_dir),
                                 timeout, cwd=run_dir,
                                 debug=os.path.join(debug_dir, "ld") if debug_dir else None)
         res = {"ok": False, "reason": None, "maxrss_kib": p["maxrss_kib"],
@@ -207,6 +217,13 @@ def run_program(wl, args, alloc, timeout, check_preload=False, reference=False):
         shutil.rmtree(run_dir, ignore_errors=True)
         if debug_dir:
             shutil.rmtree(debug_dir, ignore_errors=True)
+
+
+def linked_libc(path):
+    """The libc.so that the program `path` links (ldd's path), or None."""
+    r = subprocess.run(["ldd", path], capture_output=True, text=True)
+    m = re.search(r"^\s*libc\.so\.\d+ => (\S+)", r.stdout, re.M)
+    return m.group(1) if m else None
 
 
 def tree_text(wl):
@@ -258,6 +275,13 @@ PROGRAMS = [
             threads="t", sets=("default", "full"), reference=True,
             stresses="an LSM store: memtable, flushes and compactions on background threads, "
                      "block cache; 1 MiB write buffers"),
+    Program("redis", "Redis: 200k pipelined LPUSH, LPOP, SET and GET requests each from its "
+            "benchmark client over a Unix socket", "/usr/bin/redis-server", "redis-server",
+            inputs.make_redis, ["-n", "200000"], tiny=2000, runner="/bin/sh",
+            system_libc=True,
+            stresses="a server that asks malloc_usable_size at every malloc and free to count "
+                     "its memory; a list grown and emptied, a keyspace of short strings; the "
+                     "client under the same allocator"),
 ]
 
 # --self-test's real program: a tiny CPython run (python3 is there wherever the suite runs).
