@@ -39,6 +39,15 @@ namespace {
 
 bool adoption_on() { return env_option_on("ROOST_ADOPT", false); }
 
+// Adoption takes the pool's lock only when it is free (it never waits), and
+// the service thread takes that lock to deliver the exited thread's mail:
+// a refill or a free that finds it held takes other memory, or sends its
+// object home, instead.  So how much is adopted is certain only with the
+// service off (adoption.prefixed.service_off), where no other thread takes
+// the lock while these tests run; with it on, what the tests check is
+// that the objects come through whole and the counts add up.
+bool pool_lock_uncontended() { return !env_option_on("ROOST_SERVICE", true); }
+
 // Objects of this size share a class (roost's 1 KiB class).
 constexpr size_t kSize = 1000;
 
@@ -86,8 +95,10 @@ TEST(Adoption, ARefillTakesAnExitedThreadsHalfUsedSlab) {
   if (adoption_on()) {
     // Every slab of the exited thread's had free objects: the adopter's
     // refills take them before any other memory.
-    EXPECT_GE(in_holes, adopters.size() * 3 / 4);
-    EXPECT_GE(after.slabs_adopted - before.slabs_adopted, 2u);
+    if (pool_lock_uncontended()) {
+      EXPECT_GE(in_holes, adopters.size() * 3 / 4);
+      EXPECT_GE(after.slabs_adopted - before.slabs_adopted, 2u);
+    }
   } else {
     EXPECT_EQ(in_holes, 0u);
     EXPECT_EQ(after.slabs_adopted, before.slabs_adopted);
@@ -142,8 +153,12 @@ TEST(Adoption, FreeingAnExitedThreadsObjectsAdoptsTheirSlabs) {
   if (adoption_on()) {
     // One free per slab finds its owner parked and adopts it; the rest of
     // the slab's frees are local.
-    EXPECT_GE(adopted, 1u);
-    EXPECT_LE(remote, static_cast<uint64_t>(kObjects) / 8);
+    if (pool_lock_uncontended()) {
+      EXPECT_GE(adopted, 1u);
+      EXPECT_LE(remote, static_cast<uint64_t>(kObjects) / 8);
+    } else {
+      EXPECT_LE(remote, static_cast<uint64_t>(kObjects));
+    }
   } else {
     EXPECT_EQ(adopted, 0u);
     EXPECT_EQ(remote, static_cast<uint64_t>(kObjects));
