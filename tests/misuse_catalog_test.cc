@@ -640,14 +640,22 @@ std::string stopped_naming(const ChildResult& r, const std::string& fault,
   return "";
 }
 
-}  // namespace
-
-TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
+// A case on roost's own size classes and slabs, which every build must
+// catch: why it cannot run here, or nothing.
+std::string why_not_on_own_slabs() {
   caught_levels()[current_case()] = Caught::kAll;
   std::string build = build_under_test();
   if (build != "default" && build != "secure" && build != "hardened")
-    GTEST_SKIP() << "roost's own size classes and slabs (ROOSTTEST_BUILD is " << build << ")";
-  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
+    return "roost's own size classes and slabs (ROOSTTEST_BUILD is " + build + ")";
+  if (offload_on()) return "under ROOST_OFFLOAD=1 the service's allocator carves";
+  return "";
+}
+
+}  // namespace
+
+TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
+  if (std::string why = why_not_on_own_slabs(); !why.empty()) GTEST_SKIP() << why;
+  std::string build = build_under_test();
   ClassCountFn count = class_count_fn();
   ClassStatsFn stats = class_stats_fn();
   ASSERT_NE(count, nullptr);
@@ -721,23 +729,12 @@ TEST(InvalidFree, NeverHandedOutInEveryClassAndLargeObjects) {
 // the inside of the object it handed out (16 bytes in: aligned; 8 bytes
 // in), every build names the fault.
 TEST(InvalidUsableSize, NeverCarvedOrInsideAnObject) {
-  caught_levels()[current_case()] = Caught::kAll;
-  std::string build = build_under_test();
-  if (build != "default" && build != "secure" && build != "hardened")
-    GTEST_SKIP() << "roost's own size classes and slabs (ROOSTTEST_BUILD is " << build << ")";
-  if (offload_on()) GTEST_SKIP() << "under ROOST_OFFLOAD=1 the service's allocator carves";
-  ClassCountFn count = class_count_fn();
-  ClassStatsFn stats = class_stats_fn();
-  ASSERT_NE(count, nullptr);
-  unsigned c = 0;
-  struct roost_class_stats cs {};
-  while (c < count() && (stats(c, &cs) != 0 || cs.size != kFreshClassSlot)) c++;
-  ASSERT_LT(c, count()) << "no class of " << kFreshClassSlot << " bytes";
+  if (std::string why = why_not_on_own_slabs(); !why.empty()) GTEST_SKIP() << why;
   for (int which = 1; which <= 3; which++) {
     ChildResult r = run_in_child(
-        [c, which] {
-          ClassSlab s = start_new_slab_of(c, kFreshClassSlot);
-          size_t objects = s.bytes / kFreshClassSlot;
+        [which] {
+          NewSlab s = start_new_slab();
+          size_t objects = kSmallSlabBytes / kFreshClassSlot;
           char* q = which == 1   ? s.base + (objects - 1) * kFreshClassSlot
                     : which == 2 ? s.taken + 16
                                  : s.taken + 8;

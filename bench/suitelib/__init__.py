@@ -35,4 +35,6 @@ One concern per module:
                    (command: bench/ulimit_floor.py)
     misuse_compare.py  roost's misuse catalog in observe mode under glibc, roost's three
                    builds and the peers' hardened builds (command: bench/misuse_compare.py)
+    program_costs.py  the real programs' instructions and the allocator's share of them,
+                   per allocator, under callgrind (command: bench/program_costs.py)
 """
