@@ -15,6 +15,7 @@ must bind `malloc` to the allocator's library (glibc: libc.so.6), and the proces
 what the report names as the tree measured. The programs come from Debian's packages, installed
 when missing unless --no-install (then the workload shows as not available)."""
 
+import functools
 import os
 import re
 import shutil
@@ -219,6 +220,7 @@ def run_program(wl, args, alloc, timeout, check_preload=False, reference=False):
             shutil.rmtree(debug_dir, ignore_errors=True)
 
 
+@functools.lru_cache(maxsize=None)
 def linked_libc(path):
     """The libc.so that the program `path` links (ldd's path), or None."""
     r = subprocess.run(["ldd", path], capture_output=True, text=True)

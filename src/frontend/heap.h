@@ -91,8 +91,7 @@ ROOST_INLINE void dealloc(void* p, const char* where) {
   if constexpr (config::kQuarantine) {
     // The quarantine's level takes the place of the two below.  (A thread
     // without an allocator has no quarantine: the slow path.)
-    if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && !pool::is_unbound(a) &&
-                     slab::is_aligned_object_start(m, p) && slab::is_carved(m, p)))
+    if (ROOST_LIKELY(!pool::is_unbound(a) && slab::is_carved_object(m, p)))
       free_quarantined(p, m, a, where);
     else
       dealloc_slow(p, m, a, where);
@@ -130,9 +129,7 @@ ROOST_INLINE size_t usable_size(const void* p, const char* where) {
     uintptr_t index = pagemap::aligned_index(p);
     if (ROOST_LIKELY(pagemap::in_table(index))) {
       const ChunkMeta* m = pagemap::record_at(index);
-      if (ROOST_LIKELY(m->kind == ChunkKind::kSlab && slab::is_aligned_object_start(m, p) &&
-                       slab::is_carved(m, p)))
-        return m->obj_size;
+      if (ROOST_LIKELY(slab::is_carved_object(m, p))) return m->obj_size;
     }
   }
   return usable_size_slow(p, where);

@@ -67,6 +67,14 @@ ROOST_INLINE bool is_carved(const ChunkMeta* m, const void* p) {
 #endif
   return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) <= last;
 }
+// Is `m` a slab's record and `p`, a 16-byte-aligned address it maps, an
+// object start it has carved?  What a fast path that found `m` by the
+// aligned lookup (pagemap::aligned_index) takes as an object of the slab
+// (the hardened build's free, malloc_usable_size); the rest goes to
+// frontend/pointer.h, which names the fault.
+ROOST_INLINE bool is_carved_object(const ChunkMeta* m, const void* p) {
+  return m->kind == ChunkKind::kSlab && is_aligned_object_start(m, p) && is_carved(m, p);
+}
 // Sets `carve_last` from the objects carved (see is_carved).
 inline void note_carve_end(ChunkMeta* m) {
   uintptr_t end = m->base + size_t{m->carved} * m->obj_size;
