@@ -37,4 +37,6 @@ One concern per module:
                    builds and the peers' hardened builds (command: bench/misuse_compare.py)
     program_costs.py  the real programs' instructions and the allocator's share of them,
                    per allocator, under callgrind (command: bench/program_costs.py)
+    callgrind.py   callgrind's output files read: the calls, with their inclusive cost
+                   (call_cost.py's and program_costs.py's)
 """

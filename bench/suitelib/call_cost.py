@@ -27,6 +27,7 @@ import sys
 import tempfile
 
 from . import allocators as allocs
+from . import callgrind
 from .measure import provider_ok, run_env
 
 DEFAULT_ALLOCATORS = "roost,snmalloc,mimalloc-v2,mimalloc-v3,tcmalloc"
@@ -46,47 +47,14 @@ def call_costs(path, program):
     calls from `program` (the benchmark's executable) to the allocation and free entry
     points, inclusive."""
     program = os.path.realpath(program)
-    names = {"ob": {}, "fn": {}}
     out = {"alloc": [0, 0], "free": [0, 0]}
-    ob = cfn = None
-    pending = None  # the kind of the call whose cost line comes next
-    ir_index = 0
-    with open(path, errors="replace") as f:
-        for line in f:
-            if line.startswith("events:"):
-                ir_index = line.split()[1:].index("Ir")
-                continue
-            m = re.match(r"^(c?ob|c?fn|cfi|cfl|fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$", line)
-            if m:
-                kind, ident, name = m.group(1), m.group(2), m.group(3).strip()
-                table = names["ob"] if kind in ("ob", "cob") else names["fn"] \
-                    if kind in ("fn", "cfn") else None
-                if table is not None:
-                    if ident is not None and name:
-                        table[ident] = name
-                    value = table.get(ident, name) if ident is not None else name
-                    if kind == "ob":
-                        ob = value
-                    elif kind == "cfn":
-                        cfn = value
-                continue
-            if line.startswith("calls="):
-                pending = None
-                if ob and os.path.realpath(ob) == program:
-                    if cfn in ALLOC_NAMES:
-                        pending = "alloc"
-                    elif cfn in FREE_NAMES:
-                        pending = "free"
-                calls = int(line.split("=", 1)[1].split()[0])
-                pending = (pending, calls)
-                continue
-            if pending is not None and line[:1] in "0123456789+-*":
-                kind, calls = pending
-                pending = None
-                if kind is not None:
-                    costs = line.split()[1:]
-                    out[kind][0] += calls
-                    out[kind][1] += int(costs[ir_index]) if ir_index < len(costs) else 0
+    for ob, _, _, cfn, calls, ir in callgrind.read(path)["calls"]:
+        if not ob or os.path.realpath(ob) != program:
+            continue
+        kind = "alloc" if cfn in ALLOC_NAMES else "free" if cfn in FREE_NAMES else None
+        if kind is not None:
+            out[kind][0] += calls
+            out[kind][1] += ir
     return {k: tuple(v) for k, v in out.items()}
 
 

@@ -25,13 +25,12 @@ would charge roost for work a native run does not do.
 import argparse
 import glob
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 
 from . import allocators as allocs
-from . import programs
+from . import callgrind, programs
 from .workloads import arg_value, parse_count, set_arg
 
 DEFAULT_ALLOCATORS = "roost,glibc,jemalloc,tcmalloc,mimalloc-v2,mimalloc-v34"
@@ -66,55 +65,19 @@ def process_costs(path, lib):
     new does)."""
     lib = os.path.realpath(lib)
     is_libc = os.path.basename(lib).startswith("libc.so")
-    out = {"cmd": "?", "total": 0, "alloc": 0, "calls": 0}
-    names = {"ob": {}, "fn": {}}
-    ob = fn = cob = cfn = None
-    pending = None  # (counted?, calls) of the call whose cost line comes next
-    ir_index = 0
-    with open(path, errors="replace") as f:
-        for line in f:
-            if line.startswith("cmd:"):
-                out["cmd"] = line[4:].strip()
-                continue
-            if line.startswith("events:"):
-                ir_index = line.split()[1:].index("Ir")
-                continue
-            if line.startswith(("summary:", "totals:")):
-                out["total"] = max(out["total"], int(line.split()[1 + ir_index]))
-                continue
-            m = re.match(r"^(c?ob|c?fn)=(?:\((\d+)\))?\s*(.*)$", line)
-            if m:
-                kind, ident, name = m.group(1), m.group(2), m.group(3).strip()
-                table = names["ob"] if kind.endswith("ob") else names["fn"]
-                if ident is not None and name:
-                    table[ident] = name
-                value = table.get(ident, name) if ident is not None else name
-                if kind == "ob":
-                    ob = value
-                elif kind == "fn":
-                    fn, cob = value, None
-                elif kind == "cob":
-                    cob = value
-                else:
-                    cfn = value
-                continue
-            if line.startswith("calls="):
-                callee_ob = cob if cob is not None else ob
-                into = callee_ob is not None and os.path.realpath(callee_ob) == lib
-                if is_libc:
-                    within = ob is not None and os.path.realpath(ob) == lib
-                    counted = into and is_entry(cfn or "") and not (within and is_entry(fn or ""))
-                else:
-                    counted = into and ob is not None and os.path.realpath(ob) != lib
-                pending = (counted, int(line.split("=", 1)[1].split()[0]))
-                continue
-            if pending is not None and line[:1] in "0123456789+-*":
-                counted, calls = pending
-                pending, cob = None, None
-                if counted:
-                    costs = line.split()[1:]
-                    out["calls"] += calls
-                    out["alloc"] += int(costs[ir_index]) if ir_index < len(costs) else 0
+    read = callgrind.read(path)
+    out = {"cmd": read["cmd"], "total": read["total"], "alloc": 0, "calls": 0}
+    for ob, fn, cob, cfn, calls, ir in read["calls"]:
+        if cob is None or os.path.realpath(cob) != lib:
+            continue
+        within = ob is not None and os.path.realpath(ob) == lib
+        if is_libc:
+            counted = is_entry(cfn or "") and not (within and is_entry(fn or ""))
+        else:
+            counted = not within
+        if counted:
+            out["calls"] += calls
+            out["alloc"] += ir
     return out
 
 
