@@ -14,9 +14,10 @@ The allocator's share: what callgrind charges inclusively to the calls into the 
 library from the rest of the program, in every process of the tree (for glibc, whose
 libc.so holds everything else too: the calls of its entry points, malloc, free, calloc,
 realloc, the aligned ones, malloc_usable_size, but those from its own entry points);
-with the number of those calls and their cost per call. Every run has ROOST_HUGEPAGES=off: under valgrind roost's service thread looks for
-blocks to collapse far more often than natively (its clock runs while valgrind crawls), which
-would charge roost for work a native run does not do.
+with the number of those calls and their cost per call. Every run has ROOST_HUGEPAGES=off:
+under valgrind roost's service thread looks for blocks to collapse far more often than
+natively (its clock runs while valgrind crawls), which would charge roost for work a native
+run does not do.
 
     python3 bench/program_costs.py                                   # every program
     python3 bench/program_costs.py --workloads redis,perl-words \\
@@ -90,7 +91,7 @@ def scaled(wl, scale):
 def measure(wl, args, alloc, timeout):
     """One run of the real program `wl` under callgrind: {"ok", "reason", "processes"}."""
     spec = wl.prepare(args)
-    lib = alloc.lib or (programs.linked_libc(wl.path) if wl.system_libc else None)
+    lib = programs.preload_lib(wl, alloc)
     out_dir = tempfile.mkdtemp(prefix="roost-costs-")
     run_dir = tempfile.mkdtemp(prefix="run-", dir=spec["folder"])
     try:

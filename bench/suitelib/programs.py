@@ -185,8 +185,8 @@ def run_program(wl, args, alloc, timeout, check_preload=False, reference=False):
     run_dir = tempfile.mkdtemp(prefix="run-", dir=spec["folder"])
     debug_dir = tempfile.mkdtemp(prefix="roost-suite-ld-") if check_preload else None
     try:
-        lib = alloc.lib or (linked_libc(wl.path) if wl.system_libc else None)
-        p = measure.run_process(wl.argv(spec), lib, program_env(alloc, run_dir),
+        p = measure.run_process(wl.argv(spec), preload_lib(wl, alloc),
+                                program_env(alloc, run_dir),
                                 timeout, cwd=run_dir,
                                 debug=os.path.join(debug_dir, "ld") if debug_dir else None)
         res = {"ok": False, "reason": None, "maxrss_kib": p["maxrss_kib"],
@@ -226,6 +226,13 @@ def linked_libc(path):
     r = subprocess.run(["ldd", path], capture_output=True, text=True)
     m = re.search(r"^\s*libc\.so\.\d+ => (\S+)", r.stdout, re.M)
     return m.group(1) if m else None
+
+
+def preload_lib(wl, alloc):
+    """The library a run of the program `wl` under `alloc` preloads (None: none): the
+    allocator's, or for the system allocator the libc the program links where it links
+    another allocator (Program's system_libc)."""
+    return alloc.lib or (linked_libc(wl.path) if wl.system_libc else None)
 
 
 def tree_text(wl):
