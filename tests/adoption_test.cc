@@ -13,10 +13,12 @@
 //     threads exit and others adopt their slabs, with a fork in the middle:
 //     every object intact, handed out once, and the counters balance.
 //
-// Adoption is experimental and off by default: adoption.prefixed runs these
-// with ROOST_ADOPT=1, adoption.prefixed.off without it, where the first two
-// tests check that nothing is adopted (their assertions fail without the
-// mechanism).  Under full offload
+// A refill adopts by default (ROOST_ADOPT=1, adoption.prefixed.refills),
+// a free too with ROOST_ADOPT=2 (experimental: adoption.prefixed), and
+// nothing is adopted with ROOST_ADOPT=0 (adoption.prefixed.off): the first
+// two tests check each moment where it is on and that nothing is adopted
+// where it is off (their assertions fail without the mechanism).  Under full
+// offload
 // (ROOST_OFFLOAD=1) threads allocate from the service's rings and free
 // others' objects onto them, so the first two do not apply there.
 #include <algorithm>
@@ -37,7 +39,9 @@ using namespace roost_test;
 
 namespace {
 
-bool adoption_on() { return env_option_on("ROOST_ADOPT", false); }
+// Does a refill adopt (ROOST_ADOPT=1, the default, or 2)?  A free (2)?
+bool refills_adopt() { return adopt_level() >= 1; }
+bool frees_adopt() { return adopt_level() >= 2; }
 
 // Adoption takes the pool's lock only when it is free (it never waits), and
 // the service thread takes that lock to deliver the exited thread's mail:
@@ -92,7 +96,7 @@ TEST(Adoption, ARefillTakesAnExitedThreadsHalfUsedSlab) {
   for (void* p : adopters) in_holes += holes.count(reinterpret_cast<uintptr_t>(p));
   RecordProperty("objects_in_holes", std::to_string(in_holes));
   RecordProperty("slabs_adopted", std::to_string(after.slabs_adopted - before.slabs_adopted));
-  if (adoption_on()) {
+  if (refills_adopt()) {
     // Every slab of the exited thread's had free objects: the adopter's
     // refills take them before any other memory.
     if (pool_lock_uncontended()) {
@@ -150,7 +154,7 @@ TEST(Adoption, FreeingAnExitedThreadsObjectsAdoptsTheirSlabs) {
   uint64_t adopted = after.slabs_adopted - before.slabs_adopted;
   RecordProperty("remote_frees", std::to_string(remote));
   RecordProperty("slabs_adopted", std::to_string(adopted));
-  if (adoption_on()) {
+  if (frees_adopt()) {
     // One free per slab finds its owner parked and adopts it; the rest of
     // the slab's frees are local.
     if (pool_lock_uncontended()) {
@@ -295,7 +299,11 @@ TEST(Adoption, GenerationsWhoseObjectsOthersFreeLoseNothing) {
   EXPECT_EQ(freed_by_freers.load(), handed.load());
   EXPECT_EQ(fork_result, "") << "the forked child";
   RecordProperty("slabs_adopted", std::to_string(after.slabs_adopted - before.slabs_adopted));
-  if (adoption_on() && !offload_on()) {
+  // Where frees adopt, the freers' first free into each exited worker's
+  // slab does.  (Adoption at a refill alone depends on a worker's refill
+  // coming while an exited one's slab is offered and the pool lock free: it
+  // is checked by ARefillTakesAnExitedThreadsHalfUsedSlab.)
+  if (frees_adopt() && !offload_on()) {
     EXPECT_GT(after.slabs_adopted, before.slabs_adopted);
   }
   RecordProperty("foreign_kept", std::to_string(after.foreign_kept - before.foreign_kept));

@@ -121,6 +121,13 @@ inline bool env_option_on(const char* name, bool dflt) {
   return true;
 }
 
+// ROOST_ADOPT's level: 0 no adoption, 1 (the default) a refill adopts an
+// exited thread's slab, 2 a free of its object does too.
+inline unsigned adopt_level() {
+  const char* e = getenv("ROOST_ADOPT");
+  return e == nullptr ? 1 : static_cast<unsigned>(strtoul(e, nullptr, 10));
+}
+
 // Does the kernel move pages as roost's ROOST_MOVE_PAGES needs (mremap
 // with MREMAP_DONTUNMAP, Linux 5.7 and later), leaving the range they left
 // mapped?  (qemu-user moves them but takes that range for unmapped.)  The

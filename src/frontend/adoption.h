@@ -8,15 +8,15 @@
 // with a tail to carve, of that class.  Its owner becomes the adopter in one
 // store, made while the pool lock holds the parked giver (no thread of its
 // own, no delivery of its mail can run), and the adopter takes its free
-// objects as its class's active slab.  A thread that frees an object of a
-// parked allocator's slab adopts that slab too, keeping its state, and
-// frees into it as its own.  A free that read the old owner
-// sends the object there, and the old owner's receive forwards it to the
-// new one, as it forwards any batch of a slab it does not own
-// (frontend/ownership.h).  So an exited thread's half-used
-// slabs fill with its successors' objects, as a shared heap's would.
-// Experimental, off unless ROOST_ADOPT=1 (without it the pool offers
-// nothing and installs no hook).  Both sides reach an allocator's slabs
+// objects as its class's active slab.  With ROOST_ADOPT=2 (experimental),
+// a thread that frees an object of a parked allocator's slab adopts that
+// slab too, keeping its state, and frees into it as its own.  A free that
+// read the old owner sends the object there, and the old owner's receive
+// forwards it to the new one, as it forwards any batch of a slab it does
+// not own (frontend/ownership.h).  So an exited thread's half-used slabs
+// fill with its successors' objects, as a shared heap's would.  On at
+// refills by default (ROOST_ADOPT=1); with ROOST_ADOPT=0 the pool offers
+// nothing and installs no hook.  Both sides reach an allocator's slabs
 // through Slabs (its SizeClassSlabs and chunk cache), which the allocator
 // hands out and knows nothing more of: giving up and adopting are this
 // component's steps, not the allocator's.
@@ -86,9 +86,10 @@ struct Source {
   bool (*this_slab)(ChunkMeta* m, const void* adopter);
 };
 inline constinit Source g_source = {};
-// Set only where adoption is on (ROOST_ADOPT=1).
+// Set only where adoption is on (ROOST_ADOPT=1 or 2); `this_slab` only
+// where frees adopt (2).
 inline void set_source(const Source& source) { g_source = source; }
-inline bool on() { return g_source.this_slab != nullptr; }
+inline bool at_frees() { return g_source.this_slab != nullptr; }
 inline ChunkMeta* take(unsigned sc, const void* adopter) {
   return g_source.of_class != nullptr ? g_source.of_class(sc, adopter) : nullptr;
 }

@@ -267,8 +267,8 @@ void Allocator::free_found_marked(ChunkMeta* m, void* p, const char* where) {
 ROOST_COMMON_TEXT void Allocator::send_remote(ChunkMeta* m, void* p) {
   // An exited thread's slab: adopted, the object is freed as one of our own
   // (and so are the slab's next ones, without a message).
-  if (ROOST_UNLIKELY(adoption::on()) && port_ == nullptr && adoption::owner_parked<Allocator>(m) &&
-      adoption::adopt(slabs_for_adoption(), m)) {
+  if (ROOST_UNLIKELY(adoption::at_frees()) && port_ == nullptr &&
+      adoption::owner_parked<Allocator>(m) && adoption::adopt(slabs_for_adoption(), m)) {
     if (slab::return_object(m, p)) slab_event(m);
     return;
   }

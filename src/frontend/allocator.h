@@ -13,12 +13,12 @@
 //   Quarantine      (hardened build) freed objects waiting to go back
 //   ForeignReuse    (ROOST_FOREIGN_REUSE) which of its remote frees it keeps
 //                   on its fast lists at a post, and sending them home
-// Two experimental features reach it through one seam each, and keep their
-// state and counting themselves: adoption (ROOST_ADOPT=1, frontend/
-// adoption.h) through adoption::Slabs, its slabs and chunk cache, which
-// both giving up and adopting a slab go through; full offload
-// (ROOST_OFFLOAD=1, frontend/offload.h) through the thread's port, one
-// pointer that its refill and remote-free slow paths test.
+// Two features reach it through one seam each, and keep their state and
+// counting themselves: adoption (ROOST_ADOPT, frontend/adoption.h) through
+// adoption::Slabs, its slabs and chunk cache, which both giving up and
+// adopting a slab go through; full offload (ROOST_OFFLOAD=1, experimental,
+// frontend/offload.h) through the thread's port, one pointer that its
+// refill and remote-free slow paths test.
 // The fast paths (an object off a class's fast list; an object back into a
 // slab this allocator owns; another allocator's object into the BatchIt
 // cache) are inline here; refilling a class and the other slow paths,

@@ -111,7 +111,7 @@ bool can_refill_from(const ChunkMeta* m) {
 
 }  // namespace
 
-uint64_t SizeClassSlabs::offered_classes() const {
+ROOST_COMMON_TEXT uint64_t SizeClassSlabs::offered_classes() const {
   uint64_t classes = 0;
   for (unsigned sc = 0; sc < sizeclass::kCount; sc++) {
     bool available = !available_[sc].empty();
