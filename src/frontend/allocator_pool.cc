@@ -293,11 +293,10 @@ ROOST_COMMON_TEXT bool global_init() {
       if constexpr (config::kZeroSizeFaults || config::kMaxLargeGuards > 0)
         access_fault::set_namer(checks::name_access_fault);
       ChunkCache::set_shortage_hook(help_pooled);
-      // ROOST_ADOPT: 1 at refills, 2 at frees too.
-      g_adoption = options::get(options::kAdopt) != 0;
+      uint64_t adopt = options::get(options::kAdopt);  // 1: at refills; 2: at frees too
+      g_adoption = adopt != 0;
       if (g_adoption)
-        adoption::set_source(
-            {give_offered_slab, options::get(options::kAdopt) >= 2 ? give_this_slab : nullptr});
+        adoption::set_source({give_offered_slab, adopt >= 2 ? give_this_slab : nullptr});
       service::Work work = {parked_mail, drain_parked, look_at_bound_mail,
                             nullptr,     nullptr,      nullptr};
       if (offload::enabled()) {
